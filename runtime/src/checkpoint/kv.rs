@@ -1,0 +1,448 @@
+//! The checkpointer logic over any ordered key-value store; sled and memory plug in below it.
+
+use super::keys;
+use super::{
+    special, ChannelEntry, Checkpoint, CheckpointError, CheckpointTuple, Checkpointer, ListQuery,
+    PendingWrite, PruneStats,
+};
+use crate::ids::CheckpointId;
+use async_trait::async_trait;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+
+/// An ordered byte-key store with atomic batches.
+#[async_trait]
+pub trait KvStore: Send + Sync + 'static {
+    /// One value.
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CheckpointError>;
+    /// Visits keys in `[start, end)` in order (or reverse order) until `visit` returns false.
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), CheckpointError>;
+    /// Applies puts and deletes atomically.
+    fn apply(
+        &self,
+        puts: Vec<(Vec<u8>, Vec<u8>)>,
+        deletes: Vec<Vec<u8>>,
+    ) -> Result<(), CheckpointError>;
+    /// Makes every applied batch durable.
+    async fn flush(&self) -> Result<(), CheckpointError>;
+}
+
+/// A [`Checkpointer`] over a [`KvStore`].
+pub struct KvCheckpointer<S> {
+    pub(crate) store: S,
+}
+
+fn encode<T: serde::Serialize>(v: &T) -> Result<Vec<u8>, CheckpointError> {
+    serde_json::to_vec(v).map_err(|e| CheckpointError::Backend(format!("encode: {e}")))
+}
+
+fn decode<T: DeserializeOwned>(key: &[u8], bytes: &[u8]) -> Result<T, CheckpointError> {
+    serde_json::from_slice(bytes).map_err(|e| CheckpointError::Corrupt {
+        key: keys::render(key),
+        reason: e.to_string(),
+    })
+}
+
+fn special_index(channel: &str) -> Option<i64> {
+    [
+        special::ERROR,
+        special::INTERRUPT,
+        special::RESUME,
+        special::DONE,
+    ]
+    .into_iter()
+    .find(|(name, _)| *name == channel)
+    .map(|(_, idx)| idx)
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct StoredWrite {
+    channel: String,
+    value: Value,
+}
+
+impl<S: KvStore> KvCheckpointer<S> {
+    /// Wraps a store.
+    pub fn with_store(store: S) -> Self {
+        KvCheckpointer { store }
+    }
+
+    /// The underlying store.
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    fn scan_prefix(
+        &self,
+        prefix: &[u8],
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), CheckpointError> {
+        self.store
+            .scan(prefix, &keys::prefix_end(prefix), reverse, visit)
+    }
+
+    fn pending_writes(
+        &self,
+        thread: &str,
+        ns: &str,
+        id: CheckpointId,
+    ) -> Result<Vec<PendingWrite>, CheckpointError> {
+        let prefix = keys::writes_prefix(thread, ns, id);
+        let mut out = Vec::new();
+        let mut err = None;
+        self.scan_prefix(&prefix, false, &mut |k, v| {
+            let tail = &k[prefix.len()..];
+            let Some((task, idx)) = keys::split_ns(tail) else {
+                return true;
+            };
+            let idx = idx
+                .try_into()
+                .map(|b: [u8; 8]| (u64::from_be_bytes(b) ^ (1 << 63)) as i64)
+                .unwrap_or(0);
+            match decode::<StoredWrite>(k, v) {
+                Ok(w) => out.push(PendingWrite {
+                    task_id: String::from_utf8_lossy(task).into_owned(),
+                    idx,
+                    channel: w.channel,
+                    value: w.value,
+                }),
+                Err(e) => {
+                    err = Some(e);
+                    return false;
+                }
+            }
+            true
+        })?;
+        match err {
+            Some(e) => Err(e),
+            None => Ok(out),
+        }
+    }
+
+    fn tuple(
+        &self,
+        thread: &str,
+        ns: &str,
+        checkpoint: Checkpoint,
+    ) -> Result<CheckpointTuple, CheckpointError> {
+        let pending_writes = self.pending_writes(thread, ns, checkpoint.id)?;
+        Ok(CheckpointTuple {
+            thread_id: thread.to_string(),
+            ns: ns.to_string(),
+            checkpoint,
+            pending_writes,
+        })
+    }
+
+    /// Every namespace of a thread.
+    fn namespaces(&self, thread: &str) -> Result<Vec<String>, CheckpointError> {
+        let prefix = keys::thread_prefix(keys::CHECKPOINT, thread);
+        let mut out: Vec<String> = Vec::new();
+        self.scan_prefix(&prefix, false, &mut |k, _| {
+            if let Some((ns, _)) = keys::split_ns(&k[prefix.len()..]) {
+                let ns = String::from_utf8_lossy(ns).into_owned();
+                if out.last() != Some(&ns) {
+                    out.push(ns);
+                }
+            }
+            true
+        })?;
+        out.dedup();
+        Ok(out)
+    }
+
+    fn prune_ns(&self, thread: &str, ns: &str, keep: usize) -> Result<PruneStats, CheckpointError> {
+        let prefix = keys::ns_prefix(keys::CHECKPOINT, thread, ns);
+        let mut ids: Vec<(Vec<u8>, Checkpoint)> = Vec::new();
+        let mut err = None;
+        self.scan_prefix(
+            &prefix,
+            true,
+            &mut |k, v| match decode::<Checkpoint>(k, v) {
+                Ok(c) => {
+                    ids.push((k.to_vec(), c));
+                    true
+                }
+                Err(e) => {
+                    err = Some(e);
+                    false
+                }
+            },
+        )?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if ids.len() <= keep {
+            return Ok(PruneStats::default());
+        }
+        let (kept, dropped) = ids.split_at(keep);
+        // Blobs still needed: walk each kept checkpoint's channel chains.
+        let mut needed: HashSet<Vec<u8>> = HashSet::new();
+        for (_, c) in kept {
+            for (channel, version) in &c.channel_versions {
+                let mut at = Some(*version);
+                while let Some(v) = at {
+                    let key = keys::blob(thread, ns, channel, v);
+                    if !needed.insert(key.clone()) {
+                        break;
+                    }
+                    at = match self.store.get(&key)? {
+                        Some(bytes) => match decode::<ChannelEntry>(&key, &bytes)? {
+                            ChannelEntry::Delta { prev, .. } => prev,
+                            _ => None,
+                        },
+                        None => None,
+                    };
+                }
+            }
+        }
+        let mut stats = PruneStats::default();
+        let mut deletes = Vec::new();
+        for (key, c) in dropped {
+            deletes.push(key.clone());
+            stats.checkpoints += 1;
+            let wp = keys::writes_prefix(thread, ns, c.id);
+            self.scan_prefix(&wp, false, &mut |k, _| {
+                deletes.push(k.to_vec());
+                stats.writes += 1;
+                true
+            })?;
+        }
+        let bp = keys::ns_prefix(keys::BLOB, thread, ns);
+        self.scan_prefix(&bp, false, &mut |k, _| {
+            if !needed.contains(k) {
+                deletes.push(k.to_vec());
+                stats.blobs += 1;
+            }
+            true
+        })?;
+        self.store.apply(Vec::new(), deletes)?;
+        Ok(stats)
+    }
+}
+
+#[async_trait]
+impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
+    async fn put(
+        &self,
+        thread: &str,
+        ns: &str,
+        checkpoint: &Checkpoint,
+        blobs: &[(String, ChannelEntry)],
+    ) -> Result<(), CheckpointError> {
+        keys::check("thread id", thread)?;
+        keys::check("namespace", ns)?;
+        let mut puts = Vec::with_capacity(blobs.len() + 2);
+        for (channel, entry) in blobs {
+            keys::check("channel", channel)?;
+            puts.push((
+                keys::blob(thread, ns, channel, checkpoint.id),
+                encode(entry)?,
+            ));
+        }
+        puts.push((
+            keys::checkpoint(thread, ns, checkpoint.id),
+            encode(checkpoint)?,
+        ));
+        puts.push((keys::thread_marker(thread), Vec::new()));
+        self.store.apply(puts, Vec::new())
+    }
+
+    async fn put_writes(
+        &self,
+        thread: &str,
+        ns: &str,
+        id: CheckpointId,
+        task_id: &str,
+        writes: &[(String, Value)],
+    ) -> Result<(), CheckpointError> {
+        keys::check("thread id", thread)?;
+        keys::check("namespace", ns)?;
+        keys::check("task id", task_id)?;
+        let mut puts = Vec::with_capacity(writes.len());
+        let mut next = 0i64;
+        for (channel, value) in writes {
+            let idx = special_index(channel).unwrap_or_else(|| {
+                next += 1;
+                next - 1
+            });
+            let rec = StoredWrite {
+                channel: channel.clone(),
+                value: value.clone(),
+            };
+            puts.push((keys::write(thread, ns, id, task_id, idx), encode(&rec)?));
+        }
+        self.store.apply(puts, Vec::new())
+    }
+
+    async fn get(
+        &self,
+        thread: &str,
+        ns: &str,
+        id: Option<CheckpointId>,
+    ) -> Result<Option<CheckpointTuple>, CheckpointError> {
+        keys::check("thread id", thread)?;
+        keys::check("namespace", ns)?;
+        let found = match id {
+            Some(id) => {
+                let key = keys::checkpoint(thread, ns, id);
+                match self.store.get(&key)? {
+                    Some(v) => Some(decode::<Checkpoint>(&key, &v)?),
+                    None => None,
+                }
+            }
+            None => {
+                let prefix = keys::ns_prefix(keys::CHECKPOINT, thread, ns);
+                let mut found = None;
+                self.scan_prefix(&prefix, true, &mut |k, v| {
+                    found = Some(decode::<Checkpoint>(k, v));
+                    false
+                })?;
+                found.transpose()?
+            }
+        };
+        found.map(|c| self.tuple(thread, ns, c)).transpose()
+    }
+
+    async fn list(
+        &self,
+        thread: &str,
+        query: &ListQuery,
+    ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
+        keys::check("thread id", thread)?;
+        let namespaces = match &query.ns {
+            Some(ns) => vec![ns.clone()],
+            None => self.namespaces(thread)?,
+        };
+        let limit = query.limit.unwrap_or(usize::MAX);
+        let mut found: Vec<(String, Checkpoint)> = Vec::new();
+        for ns in &namespaces {
+            let prefix = keys::ns_prefix(keys::CHECKPOINT, thread, ns);
+            let end = match query.before {
+                Some(b) => keys::checkpoint(thread, ns, b),
+                None => keys::prefix_end(&prefix),
+            };
+            let mut err = None;
+            let mut taken = 0;
+            self.store.scan(
+                &prefix,
+                &end,
+                true,
+                &mut |k, v| match decode::<Checkpoint>(k, v) {
+                    Ok(c) => {
+                        if c.matches(&query.filter) {
+                            found.push((ns.clone(), c));
+                            taken += 1;
+                        }
+                        taken < limit
+                    }
+                    Err(e) => {
+                        err = Some(e);
+                        false
+                    }
+                },
+            )?;
+            if let Some(e) = err {
+                return Err(e);
+            }
+        }
+        found.sort_by(|a, b| b.1.id.cmp(&a.1.id));
+        found.truncate(limit);
+        found
+            .into_iter()
+            .map(|(ns, c)| self.tuple(thread, &ns, c))
+            .collect()
+    }
+
+    async fn channel_entries(
+        &self,
+        thread: &str,
+        ns: &str,
+        channel: &str,
+        version: CheckpointId,
+    ) -> Result<Vec<(CheckpointId, ChannelEntry)>, CheckpointError> {
+        let mut out = Vec::new();
+        let mut at = Some(version);
+        while let Some(v) = at {
+            let key = keys::blob(thread, ns, channel, v);
+            let Some(bytes) = self.store.get(&key)? else {
+                return Err(CheckpointError::MissingBlob {
+                    thread: thread.to_string(),
+                    channel: channel.to_string(),
+                    version: v,
+                });
+            };
+            let entry: ChannelEntry = decode(&key, &bytes)?;
+            at = match &entry {
+                ChannelEntry::Delta { prev, .. } => *prev,
+                _ => None,
+            };
+            out.push((v, entry));
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    async fn list_threads(&self) -> Result<Vec<String>, CheckpointError> {
+        let mut out = Vec::new();
+        self.scan_prefix(&[keys::THREAD], false, &mut |k, _| {
+            out.push(String::from_utf8_lossy(&k[1..]).into_owned());
+            true
+        })?;
+        Ok(out)
+    }
+
+    async fn delete_thread(&self, thread: &str) -> Result<(), CheckpointError> {
+        keys::check("thread id", thread)?;
+        let mut deletes = vec![keys::thread_marker(thread)];
+        for kind in [keys::CHECKPOINT, keys::BLOB, keys::WRITE] {
+            self.scan_prefix(&keys::thread_prefix(kind, thread), false, &mut |k, _| {
+                deletes.push(k.to_vec());
+                true
+            })?;
+        }
+        self.store.apply(Vec::new(), deletes)
+    }
+
+    async fn prune(
+        &self,
+        thread: Option<&str>,
+        keep: usize,
+    ) -> Result<PruneStats, CheckpointError> {
+        let threads = match thread {
+            Some(t) => vec![t.to_string()],
+            None => self.list_threads().await?,
+        };
+        let mut total = PruneStats::default();
+        for t in &threads {
+            for ns in self.namespaces(t)? {
+                let s = self.prune_ns(t, &ns, keep)?;
+                total.checkpoints += s.checkpoints;
+                total.blobs += s.blobs;
+                total.writes += s.writes;
+            }
+        }
+        Ok(total)
+    }
+
+    async fn flush(&self) -> Result<(), CheckpointError> {
+        self.store.flush().await
+    }
+}
+
+/// Groups pending writes by task id, keeping each task's writes in index order.
+pub fn writes_by_task(writes: &[PendingWrite]) -> BTreeMap<&str, Vec<&PendingWrite>> {
+    let mut out: BTreeMap<&str, Vec<&PendingWrite>> = BTreeMap::new();
+    for w in writes {
+        out.entry(w.task_id.as_str()).or_default().push(w);
+    }
+    out
+}

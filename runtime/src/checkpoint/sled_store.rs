@@ -1,0 +1,101 @@
+//! The embedded default: sled 0.34. Each checkpoint is one atomic batch; durability comes from
+//! explicit flushes (sled itself syncs only every 500 ms), which the engine issues according to
+//! the run's durability mode.
+
+use super::kv::{KvCheckpointer, KvStore};
+use super::CheckpointError;
+use async_trait::async_trait;
+use std::path::{Path, PathBuf};
+
+/// A sled tree used as the ordered store.
+pub struct SledStore {
+    db: sled::Db,
+    tree: sled::Tree,
+    path: PathBuf,
+}
+
+/// The sled checkpointer.
+pub type SledCheckpointer = KvCheckpointer<SledStore>;
+
+fn backend(e: sled::Error) -> CheckpointError {
+    CheckpointError::Backend(e.to_string())
+}
+
+impl KvCheckpointer<SledStore> {
+    /// Opens (or creates) a sled store in the folder `path`.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
+        let path = path.as_ref().to_path_buf();
+        let db = sled::Config::new()
+            .path(&path)
+            .mode(sled::Mode::LowSpace)
+            .open()
+            .map_err(|e| CheckpointError::Backend(format!("opening {}: {e}", path.display())))?;
+        let tree = db.open_tree("checkpoints").map_err(backend)?;
+        Ok(KvCheckpointer::with_store(SledStore { db, tree, path }))
+    }
+}
+
+impl SledStore {
+    /// The folder holding the database.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// sled's own estimate of its size on disk.
+    pub fn size_on_disk(&self) -> Result<u64, CheckpointError> {
+        self.db.size_on_disk().map_err(backend)
+    }
+}
+
+#[async_trait]
+impl KvStore for SledStore {
+    fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CheckpointError> {
+        Ok(self.tree.get(key).map_err(backend)?.map(|v| v.to_vec()))
+    }
+
+    fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), CheckpointError> {
+        let range = self.tree.range(start..end);
+        if reverse {
+            for item in range.rev() {
+                let (k, v) = item.map_err(backend)?;
+                if !visit(&k, &v) {
+                    break;
+                }
+            }
+        } else {
+            for item in range {
+                let (k, v) = item.map_err(backend)?;
+                if !visit(&k, &v) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(
+        &self,
+        puts: Vec<(Vec<u8>, Vec<u8>)>,
+        deletes: Vec<Vec<u8>>,
+    ) -> Result<(), CheckpointError> {
+        let mut batch = sled::Batch::default();
+        for k in deletes {
+            batch.remove(k);
+        }
+        for (k, v) in puts {
+            batch.insert(k, v);
+        }
+        self.tree.apply_batch(batch).map_err(backend)
+    }
+
+    async fn flush(&self) -> Result<(), CheckpointError> {
+        self.tree.flush_async().await.map_err(backend)?;
+        Ok(())
+    }
+}

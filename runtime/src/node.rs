@@ -1,0 +1,260 @@
+//! Nodes: the async units of work, and the context each task gets.
+
+use crate::ids::stable_id;
+use crate::state::StateView;
+use crate::stream::{Emitter, EventKind, Mode};
+use crate::update::Update;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A pending human-in-the-loop question raised by a node.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interrupt {
+    /// Stable id: the same call site of the same task always gets the same id.
+    pub id: String,
+    /// What the node asks (shown to the human).
+    pub value: Value,
+    /// The node that raised it.
+    pub node: String,
+    /// The subgraph path of that node (empty at the root).
+    pub ns: Vec<String>,
+}
+
+/// Why a node did not produce an update.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NodeError {
+    /// The node is waiting for a human; the run stops and resumes later.
+    #[error("interrupted: {}", .0.iter().map(|i| i.id.as_str()).collect::<Vec<_>>().join(", "))]
+    Interrupted(Vec<Interrupt>),
+    /// The node failed. `retryable` failures are retried by the default retry policy.
+    #[error("{message}")]
+    Failed {
+        /// What went wrong, for the user and the log.
+        message: String,
+        /// A stable machine-readable code, if any.
+        code: Option<String>,
+        /// Whether a retry may succeed (network errors, rate limits).
+        retryable: bool,
+    },
+    /// The node ran longer than its timeout.
+    #[error("exceeded its timeout of {0:?}")]
+    Timeout(Duration),
+    /// The run was cancelled while the node ran.
+    #[error("cancelled")]
+    Cancelled,
+}
+
+impl NodeError {
+    /// A failure that retrying will not fix.
+    pub fn fatal(message: impl Into<String>) -> Self {
+        NodeError::Failed {
+            message: message.into(),
+            code: None,
+            retryable: false,
+        }
+    }
+
+    /// A failure worth retrying.
+    pub fn transient(message: impl Into<String>) -> Self {
+        NodeError::Failed {
+            message: message.into(),
+            code: None,
+            retryable: true,
+        }
+    }
+
+    /// Adds a machine-readable code to a failure.
+    pub fn with_code(self, code: impl Into<String>) -> Self {
+        match self {
+            NodeError::Failed {
+                message, retryable, ..
+            } => NodeError::Failed {
+                message,
+                code: Some(code.into()),
+                retryable,
+            },
+            other => other,
+        }
+    }
+}
+
+/// A node of a graph.
+///
+/// A task gets a [`TaskContext`] (the state as of the step's start, its send payload, an event
+/// emitter, interrupts, cancellation) and returns an [`Update`]; it never mutates shared state.
+#[async_trait]
+pub trait Node: Send + Sync + 'static {
+    /// Runs one task of this node.
+    async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError>;
+}
+
+/// A node made from an async closure.
+pub struct FnNode<F>(pub F);
+
+#[async_trait]
+impl<F, Fut> Node for FnNode<F>
+where
+    F: Fn(TaskContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Update, NodeError>> + Send + 'static,
+{
+    async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
+        (self.0)(ctx).await
+    }
+}
+
+/// Wraps an async closure as a node.
+///
+/// ```
+/// use agentgraph_runtime::{node_fn, Update};
+/// use serde_json::json;
+/// let bump = node_fn(|ctx| async move {
+///     Ok(Update::new().set("count", json!(ctx.state().i64("count") + 1)))
+/// });
+/// # let _ = bump;
+/// ```
+pub fn node_fn<F, Fut>(f: F) -> Arc<dyn Node>
+where
+    F: Fn(TaskContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Update, NodeError>> + Send + 'static,
+{
+    Arc::new(FnNode(f))
+}
+
+/// Everything a task can see and do.
+#[derive(Clone)]
+pub struct TaskContext {
+    pub(crate) state: StateView,
+    pub(crate) payload: Option<Value>,
+    pub(crate) node: Arc<str>,
+    pub(crate) task_id: Arc<str>,
+    pub(crate) step: i64,
+    pub(crate) ns: Arc<Vec<String>>,
+    pub(crate) thread_id: Arc<str>,
+    pub(crate) emitter: Emitter,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) resume: Arc<BTreeMap<String, Value>>,
+    pub(crate) interrupt_calls: Arc<AtomicUsize>,
+    pub(crate) run: Option<Arc<crate::engine::RunShared>>,
+}
+
+impl TaskContext {
+    /// The state as of the start of the step.
+    pub fn state(&self) -> &StateView {
+        &self.state
+    }
+
+    /// The payload of a push task (`send`), `None` for a normal task.
+    pub fn payload(&self) -> Option<&Value> {
+        self.payload.as_ref()
+    }
+
+    /// The task's input: the send payload when there is one, else the whole state as an object.
+    pub fn input(&self) -> Value {
+        self.payload
+            .clone()
+            .unwrap_or_else(|| self.state.to_object())
+    }
+
+    /// This task's node name.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The deterministic task id.
+    pub fn task_id(&self) -> &str {
+        &self.task_id
+    }
+
+    /// The super-step number.
+    pub fn step(&self) -> i64 {
+        self.step
+    }
+
+    /// The thread the run belongs to.
+    pub fn thread_id(&self) -> &str {
+        &self.thread_id
+    }
+
+    /// The subgraph path of this task (empty at the root).
+    pub fn ns(&self) -> &[String] {
+        &self.ns
+    }
+
+    /// The run's cancellation token: long work should stop when it fires.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// The event emitter (for tools and nested calls).
+    pub fn emitter(&self) -> &Emitter {
+        &self.emitter
+    }
+
+    /// Emits a `custom` event (progress) while the task runs.
+    pub async fn emit_custom(&self, data: Value) {
+        self.emitter
+            .emit(Some(&self.node), EventKind::Custom(data))
+            .await;
+    }
+
+    /// Emits a `messages` event (an LLM token chunk).
+    pub async fn emit_message(&self, chunk: Value) {
+        self.emitter
+            .emit(Some(&self.node), EventKind::Messages(chunk))
+            .await;
+    }
+
+    /// Whether a stream mode is being consumed (skip building expensive payloads otherwise).
+    pub fn streaming(&self, mode: Mode) -> bool {
+        self.emitter.enabled(mode)
+    }
+
+    /// Asks a human. The first time, this returns `Err(NodeError::Interrupted)`: return it with
+    /// `?`. The run stops; when it is resumed with a value, the node runs again from its start
+    /// and this call returns that value. Ids come from the call order within the task; use
+    /// [`TaskContext::interrupt_keyed`] when the order of calls can change between runs.
+    pub fn interrupt(&self, value: Value) -> Result<Value, NodeError> {
+        let n = self.interrupt_calls.fetch_add(1, Ordering::SeqCst);
+        self.interrupt_keyed(&format!("call#{n}"), value)
+    }
+
+    /// Like [`TaskContext::interrupt`], with an explicit call-site key that makes the id
+    /// independent of call order.
+    pub fn interrupt_keyed(&self, key: &str, value: Value) -> Result<Value, NodeError> {
+        let id = stable_id(&[&self.ns.join("|"), &self.task_id, key]);
+        if let Some(answer) = self.resume.get(&id) {
+            return Ok(answer.clone());
+        }
+        Err(NodeError::Interrupted(vec![Interrupt {
+            id,
+            value,
+            node: self.node.to_string(),
+            ns: self.ns.as_ref().clone(),
+        }]))
+    }
+
+    /// A context for calling a node outside a graph run (tests, tools).
+    pub fn detached(state: StateView, payload: Option<Value>) -> Self {
+        TaskContext {
+            state,
+            payload,
+            node: Arc::from("detached"),
+            task_id: Arc::from("detached"),
+            step: 0,
+            ns: Arc::new(Vec::new()),
+            thread_id: Arc::from(""),
+            emitter: Emitter::disabled(),
+            cancel: CancellationToken::new(),
+            resume: Arc::new(BTreeMap::new()),
+            interrupt_calls: Arc::new(AtomicUsize::new(0)),
+            run: None,
+        }
+    }
+}
