@@ -56,6 +56,7 @@ fn special_index(channel: &str) -> Option<i64> {
         special::INTERRUPT,
         special::RESUME,
         special::DONE,
+        special::SEQ,
     ]
     .into_iter()
     .find(|(name, _)| *name == channel)

@@ -142,6 +142,8 @@ pub mod special {
     pub const RESUME: (&str, i64) = ("__resume__", -4);
     /// Marks a task as finished (its other writes follow).
     pub const DONE: (&str, i64) = ("__done__", -5);
+    /// The next stream sequence number, after events emitted past the last checkpoint.
+    pub const SEQ: (&str, i64) = ("__seq__", -6);
 }
 
 /// A checkpoint with where it lives and its pending writes.

@@ -149,7 +149,6 @@ impl Run {
             "writes".into(),
             serde_json::to_value(&written_by).unwrap_or(Value::Null),
         );
-        self.save(Source::Loop, None, meta).await?;
         for (node, data) in update_events {
             self.emitter
                 .emit(
@@ -163,7 +162,7 @@ impl Run {
                 .emit(None, EventKind::Values(self.output()))
                 .await;
         }
-        Ok(())
+        self.save(Source::Loop, None, meta).await
     }
 
     /// Applies one task's writes through the reducers. Returns the channels written.

@@ -78,7 +78,12 @@ impl Run {
         self.step = c.step;
         self.parent = Some(c.id);
         self.pending = tuple.pending_writes;
-        self.event_seq = c.event_seq;
+        self.event_seq = self
+            .pending
+            .iter()
+            .filter(|w| w.channel == special::SEQ.0)
+            .filter_map(|w| w.value.as_u64())
+            .fold(c.event_seq, u64::max);
         Ok(Some(c))
     }
 
@@ -239,13 +244,12 @@ impl Run {
             .collect();
         let mut meta = Map::new();
         meta.insert("writes".into(), json!({ START: names }));
-        self.save(Source::Loop, None, meta).await?;
         if self.emitter.enabled(Mode::Values) {
             self.emitter
                 .emit(None, EventKind::Values(self.output()))
                 .await;
         }
-        Ok(())
+        self.save(Source::Loop, None, meta).await
     }
 
     /// Plans the nodes that START leads to.
@@ -347,9 +351,19 @@ fn node_error(e: RunError) -> NodeError {
 /// Runs a subgraph task: namespace `node:task_id`, state mapped in and out, resumed from its own
 /// checkpoint when the parent step is re-run, and only the keys it wrote handed back.
 pub(crate) async fn run_subgraph(sub: &Subgraph, ctx: TaskContext) -> Result<Update, NodeError> {
-    let shared = match &ctx.run {
-        Some(s) => s.clone(),
-        None => Arc::new(RunShared {
+    // The child shares the run's store, thread and token; the resume answers are the ones its
+    // parent task received (the root's whole map: ids are unique across namespaces).
+    let shared = Arc::new(match &ctx.run {
+        Some(s) => RunShared {
+            checkpointer: s.checkpointer.clone(),
+            thread: s.thread.clone(),
+            durability: s.durability,
+            cancel: s.cancel.clone(),
+            resume: ctx.resume.clone(),
+            recursion_limit: s.recursion_limit,
+            run_id: s.run_id.clone(),
+        },
+        None => RunShared {
             checkpointer: None,
             thread: ctx.thread_id.clone(),
             durability: super::Durability::Sync,
@@ -357,8 +371,8 @@ pub(crate) async fn run_subgraph(sub: &Subgraph, ctx: TaskContext) -> Result<Upd
             resume: ctx.resume.clone(),
             recursion_limit: None,
             run_id: Arc::from(""),
-        }),
-    };
+        },
+    });
     let segment = format!("{}:{}", ctx.node, ctx.task_id);
     let mut ns = ctx.ns.to_vec();
     ns.push(segment.clone());

@@ -232,7 +232,12 @@ impl Run {
             barriers: self.barriers.clone(),
             input,
             schema_version: self.g.schema.version.clone(),
-            event_seq: self.emitter.next_seq().await.unwrap_or(self.event_seq),
+            // Counts the debug event that announces this checkpoint, so the next run of the
+            // thread continues numbering after it.
+            event_seq: match self.emitter.next_seq().await {
+                Some(n) => n + u64::from(self.emitter.enabled(Mode::Debug)),
+                None => self.event_seq,
+            },
             metadata,
         }
     }
@@ -508,6 +513,21 @@ impl Run {
             self.emitter
                 .emit(None, EventKind::Updates(json!({ "__interrupt__": v })))
                 .await;
+        }
+        if let (Some(cp), Some(parent), Some(seq)) = (
+            self.shared.checkpointer.clone(),
+            self.parent,
+            self.emitter.next_seq().await,
+        ) {
+            let w = [(special::SEQ.0.to_string(), json!(seq))];
+            cp.put_writes(
+                &self.shared.thread,
+                &self.ns_key,
+                parent,
+                special::SEQ.0,
+                &w,
+            )
+            .await?;
         }
         Ok(Some(RunStatus::Interrupted {
             interrupts,
