@@ -319,6 +319,9 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
         query: &ListQuery,
     ) -> Result<Vec<CheckpointTuple>, CheckpointError> {
         keys::check("thread id", thread)?;
+        if let Some(ns) = &query.ns {
+            keys::check("namespace", ns)?;
+        }
         let namespaces = match &query.ns {
             Some(ns) => vec![ns.clone()],
             None => self.namespaces(thread)?,
@@ -370,6 +373,9 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
         channel: &str,
         version: CheckpointId,
     ) -> Result<Vec<(CheckpointId, ChannelEntry)>, CheckpointError> {
+        keys::check("thread id", thread)?;
+        keys::check("namespace", ns)?;
+        keys::check("channel", channel)?;
         let mut out = Vec::new();
         let mut at = Some(version);
         while let Some(v) = at {
@@ -419,7 +425,10 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
         keep: usize,
     ) -> Result<PruneStats, CheckpointError> {
         let threads = match thread {
-            Some(t) => vec![t.to_string()],
+            Some(t) => {
+                keys::check("thread id", t)?;
+                vec![t.to_string()]
+            }
             None => self.list_threads().await?,
         };
         let mut total = PruneStats::default();

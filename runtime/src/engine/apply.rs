@@ -95,7 +95,7 @@ impl Run {
         &mut self,
         step: i64,
         plans: &[TaskPlan],
-        updates: Vec<(Update, bool)>,
+        mut updates: Vec<(Update, bool)>,
     ) -> Result<(), RunError> {
         let mut replace_writers: HashMap<usize, (String, Value)> = HashMap::new();
         let mut written_by: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -103,8 +103,9 @@ impl Run {
         let mut to_parent: Option<Update> = None;
         let streaming_updates = self.emitter.enabled(Mode::Updates);
         let mut update_events = Vec::new();
-        for (plan, (update, cached)) in plans.iter().zip(&updates) {
+        for (plan, (update, cached)) in plans.iter().zip(updates.iter_mut()) {
             let name = self.g.nodes[plan.node].name.clone();
+            let writes = std::mem::take(&mut update.writes);
             if update.to_parent {
                 if self.ns.is_empty() {
                     return Err(RunError::UnknownTarget {
@@ -114,13 +115,13 @@ impl Run {
                     });
                 }
                 let merged = to_parent.get_or_insert_with(Update::new);
-                merged.writes.extend(update.writes.iter().cloned());
+                merged.writes.extend(writes);
                 merged.goto.extend(update.goto.iter().cloned());
                 continue;
             }
             if streaming_updates {
                 let mut obj = Map::new();
-                for (k, v) in &update.writes {
+                for (k, v) in &writes {
                     obj.insert(k.clone(), v.clone());
                 }
                 if *cached {
@@ -128,8 +129,7 @@ impl Run {
                 }
                 update_events.push((name.clone(), Value::Object(obj)));
             }
-            let chans =
-                self.apply_writes(&name, update.writes.clone(), &mut replace_writers, step)?;
+            let chans = self.apply_writes(&name, writes, &mut replace_writers, step)?;
             wrote_this_step.extend(chans.iter().copied());
             let entry = written_by.entry(name).or_default();
             entry.extend(

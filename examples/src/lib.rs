@@ -1,0 +1,1 @@
+//! Embedding examples for the agentgraph runtime; see `src/bin/`.
