@@ -77,6 +77,8 @@ checks![
     prune_keep_zero_removes_all,
     invalid_keys,
     flush_works,
+    null_payload_and_input_round_trip,
+    floats_round_trip_exactly,
 ];
 
 /// Runs every check in [`CHECKS`], each on a fresh checkpointer from `make`, and panics at the
@@ -181,7 +183,10 @@ fn full_checkpoint(parent: Option<CheckpointId>) -> Checkpoint {
         },
     ];
     c.barriers = BTreeMap::from([
-        ("join:a+b".to_string(), vec!["a".to_string(), "b".to_string()]),
+        (
+            "join:a+b".to_string(),
+            vec!["a".to_string(), "b".to_string()],
+        ),
         ("join:c".to_string(), Vec::new()),
     ]);
     c.input = Some(json!({"messages": [{"type": "human", "content": "hi"}], "n": 2}));
@@ -362,17 +367,15 @@ fn w(task: &str, idx: i64, channel: &str, value: Value) -> (String, i64, String,
     (task.to_string(), idx, channel.to_string(), value)
 }
 
-fn assert_invalid_key<T: std::fmt::Debug>(
-    r: Result<T, CheckpointError>,
-    what: &str,
-    op: &str,
-) {
+fn assert_invalid_key<T: std::fmt::Debug>(r: Result<T, CheckpointError>, what: &str, op: &str) {
     match r {
         Err(CheckpointError::InvalidKey { what: got, .. }) => assert_eq!(
             got, what,
             "{op}: InvalidKey names the wrong part of the key"
         ),
-        other => panic!("{op}: expected CheckpointError::InvalidKey for a {what} with NUL, got {other:?}"),
+        other => panic!(
+            "{op}: expected CheckpointError::InvalidKey for a {what} with NUL, got {other:?}"
+        ),
     }
 }
 
@@ -387,14 +390,27 @@ pub async fn put_get_round_trip(cp: &dyn Checkpointer) {
     let root = ckpt(None, -1, Source::Input);
     put(cp, THREAD, ROOT, &root, &[]).await;
     let t = must_get(cp, THREAD, ROOT, Some(root.id)).await;
-    assert_eq!(t.checkpoint, root, "bare root checkpoint did not round-trip");
+    assert_eq!(
+        t.checkpoint, root,
+        "bare root checkpoint did not round-trip"
+    );
     assert_eq!(t.checkpoint.parent, None, "root checkpoint grew a parent");
 
     let c = full_checkpoint(Some(root.id));
-    put(cp, THREAD, ROOT, &c, &[("count", ChannelEntry::Set(json!(7)))]).await;
+    put(
+        cp,
+        THREAD,
+        ROOT,
+        &c,
+        &[("count", ChannelEntry::Set(json!(7)))],
+    )
+    .await;
     for id in [Some(c.id), None] {
         let t = must_get(cp, THREAD, ROOT, id).await;
-        assert_eq!(t.checkpoint, c, "checkpoint fields differ after get({id:?})");
+        assert_eq!(
+            t.checkpoint, c,
+            "checkpoint fields differ after get({id:?})"
+        );
         assert_eq!(t.thread_id, THREAD, "tuple names the wrong thread");
         assert_eq!(t.ns, ROOT, "tuple names the wrong namespace");
         assert!(t.pending_writes.is_empty(), "fresh checkpoint has writes");
@@ -425,7 +441,10 @@ pub async fn put_get_every_source(cp: &dyn Checkpointer) {
         }
         put(cp, THREAD, ROOT, &c, &[]).await;
         let t = must_get(cp, THREAD, ROOT, Some(c.id)).await;
-        assert_eq!(t.checkpoint, c, "{source:?} checkpoint at step {step} differs");
+        assert_eq!(
+            t.checkpoint, c,
+            "{source:?} checkpoint at step {step} differs"
+        );
         parent = Some(c.id);
         put_order.push(c);
     }
@@ -443,7 +462,10 @@ pub async fn put_get_every_source(cp: &dyn Checkpointer) {
 pub async fn get_latest_and_by_id(cp: &dyn Checkpointer) {
     let cs = chain(cp, THREAD, ROOT, 4).await;
     let latest = must_get(cp, THREAD, ROOT, None).await;
-    assert_eq!(latest.checkpoint, cs[3], "get(None) is not the newest checkpoint");
+    assert_eq!(
+        latest.checkpoint, cs[3],
+        "get(None) is not the newest checkpoint"
+    );
     for (i, c) in cs.iter().enumerate() {
         let t = must_get(cp, THREAD, ROOT, Some(c.id)).await;
         assert_eq!(&t.checkpoint, c, "get(Some) returned another checkpoint");
@@ -462,19 +484,32 @@ pub async fn get_latest_and_by_id(cp: &dyn Checkpointer) {
 
 /// Missing threads, namespaces and ids read as `None` (not errors); listing them is empty.
 pub async fn get_missing(cp: &dyn Checkpointer) {
-    assert!(get(cp, "nobody", ROOT, None).await.is_none(), "missing thread");
     assert!(
-        get(cp, "nobody", ROOT, Some(CheckpointId::new())).await.is_none(),
+        get(cp, "nobody", ROOT, None).await.is_none(),
+        "missing thread"
+    );
+    assert!(
+        get(cp, "nobody", ROOT, Some(CheckpointId::new()))
+            .await
+            .is_none(),
         "missing thread by id"
     );
-    assert!(list(cp, "nobody", query(None)).await.is_empty(), "list of missing thread");
+    assert!(
+        list(cp, "nobody", query(None)).await.is_empty(),
+        "list of missing thread"
+    );
 
     let cs = chain(cp, THREAD, ROOT, 2).await;
     assert!(
-        get(cp, THREAD, ROOT, Some(CheckpointId::new())).await.is_none(),
+        get(cp, THREAD, ROOT, Some(CheckpointId::new()))
+            .await
+            .is_none(),
         "an id never put was found"
     );
-    assert!(get(cp, THREAD, CHILD, None).await.is_none(), "missing namespace");
+    assert!(
+        get(cp, THREAD, CHILD, None).await.is_none(),
+        "missing namespace"
+    );
     assert!(
         get(cp, THREAD, CHILD, Some(cs[0].id)).await.is_none(),
         "a root checkpoint was found under a child namespace"
@@ -499,7 +534,10 @@ pub async fn namespaces_isolated(cp: &dyn Checkpointer) {
     }
     for (ns, c) in namespaces.iter().zip(&by_ns) {
         let t = must_get(cp, THREAD, ns, None).await;
-        assert_eq!(&t.checkpoint, c, "namespace {ns:?} returned another namespace's newest");
+        assert_eq!(
+            &t.checkpoint, c,
+            "namespace {ns:?} returned another namespace's newest"
+        );
         assert_eq!(t.ns, *ns, "tuple names the wrong namespace");
         assert_eq!(
             channel_value(cp, THREAD, ns, "x", c.id).await,
@@ -519,7 +557,11 @@ pub async fn namespaces_isolated(cp: &dyn Checkpointer) {
             }
         }
         let listed = list(cp, THREAD, query(Some(ns))).await;
-        assert_eq!(ids(&listed), vec![c.id], "list of {ns:?} is not exactly its checkpoint");
+        assert_eq!(
+            ids(&listed),
+            vec![c.id],
+            "list of {ns:?} is not exactly its checkpoint"
+        );
     }
 }
 
@@ -538,7 +580,10 @@ pub async fn threads_isolated(cp: &dyn Checkpointer) {
         );
         let listed = list(cp, t, query(None)).await;
         assert_eq!(ids(&listed), newest_first(cs), "list of thread {t:?}");
-        assert!(listed.iter().all(|x| x.thread_id == *t), "tuple names the wrong thread");
+        assert!(
+            listed.iter().all(|x| x.thread_id == *t),
+            "tuple names the wrong thread"
+        );
         for (other_t, other) in threads.iter().zip(&by_thread) {
             if other_t != t {
                 assert!(
@@ -601,7 +646,15 @@ pub async fn put_writes_round_trip(cp: &dyn Checkpointer) {
 pub async fn put_writes_ordered_by_task_then_index(cp: &dyn Checkpointer) {
     let c = ckpt(None, 0, Source::Loop);
     put(cp, THREAD, ROOT, &c, &[]).await;
-    put_writes(cp, THREAD, ROOT, c.id, "b", &[("x", json!("b0")), ("y", json!("b1"))]).await;
+    put_writes(
+        cp,
+        THREAD,
+        ROOT,
+        c.id,
+        "b",
+        &[("x", json!("b0")), ("y", json!("b1"))],
+    )
+    .await;
     put_writes(cp, THREAD, ROOT, c.id, "ab", &[("x", json!("ab0"))]).await;
     let many: Vec<(&str, Value)> = (0..12).map(|i| ("x", json!(i))).collect();
     put_writes(cp, THREAD, ROOT, c.id, "a", &many).await;
@@ -617,7 +670,11 @@ pub async fn put_writes_ordered_by_task_then_index(cp: &dyn Checkpointer) {
 pub async fn put_writes_idempotent(cp: &dyn Checkpointer) {
     let c = ckpt(None, 0, Source::Loop);
     put(cp, THREAD, ROOT, &c, &[]).await;
-    let writes = [("a", json!(1)), ("b", json!(2)), (special::DONE.0, json!(true))];
+    let writes = [
+        ("a", json!(1)),
+        ("b", json!(2)),
+        (special::DONE.0, json!(true)),
+    ];
     for _ in 0..3 {
         put_writes(cp, THREAD, ROOT, c.id, "task-1", &writes).await;
     }
@@ -633,7 +690,7 @@ pub async fn put_writes_idempotent(cp: &dyn Checkpointer) {
     );
 }
 
-/// `__error__`, `__interrupt__`, `__resume__` and `__done__` keep one value per task (the
+/// `__error__`, `__interrupt__`, `__resume__`, `__done__` and `__seq__` keep one value per task (the
 /// last), at their fixed negative indexes; they do not use up the normal indexes, and another
 /// task's special writes are kept apart.
 pub async fn put_writes_special_channels(cp: &dyn Checkpointer) {
@@ -644,12 +701,21 @@ pub async fn put_writes_special_channels(cp: &dyn Checkpointer) {
         special::INTERRUPT,
         special::RESUME,
         special::DONE,
+        special::SEQ,
     ];
     for (name, _) in specials {
         put_writes(cp, THREAD, ROOT, c.id, "task-1", &[(name, json!({"v": 1}))]).await;
         put_writes(cp, THREAD, ROOT, c.id, "task-1", &[(name, json!({"v": 2}))]).await;
     }
-    put_writes(cp, THREAD, ROOT, c.id, "task-2", &[(special::ERROR.0, json!("boom"))]).await;
+    put_writes(
+        cp,
+        THREAD,
+        ROOT,
+        c.id,
+        "task-2",
+        &[(special::ERROR.0, json!("boom"))],
+    )
+    .await;
     let got = must_get(cp, THREAD, ROOT, None).await.pending_writes;
     for (name, idx) in specials {
         let mine: Vec<_> = got
@@ -657,13 +723,17 @@ pub async fn put_writes_special_channels(cp: &dyn Checkpointer) {
             .filter(|x| x.task_id == "task-1" && x.channel == name)
             .collect();
         assert_eq!(mine.len(), 1, "{name} kept {} values, not one", mine.len());
-        assert_eq!(mine[0].value, json!({"v": 2}), "{name} did not keep the last value");
+        assert_eq!(
+            mine[0].value,
+            json!({"v": 2}),
+            "{name} did not keep the last value"
+        );
         assert_eq!(mine[0].idx, idx, "{name} is not at its fixed index");
     }
     let other: Vec<_> = got.iter().filter(|x| x.task_id == "task-2").collect();
     assert_eq!(other.len(), 1, "another task's error was lost or merged");
     assert_eq!(other[0].value, json!("boom"));
-    assert_eq!(got.len(), 5, "unexpected writes: {got:?}");
+    assert_eq!(got.len(), specials.len() + 1, "unexpected writes: {got:?}");
 
     // Special writes mixed with normal ones: normal indexes stay non-negative and in order.
     let c2 = ckpt(Some(c.id), 1, Source::Loop);
@@ -684,8 +754,14 @@ pub async fn put_writes_special_channels(cp: &dyn Checkpointer) {
     )
     .await;
     let got = must_get(cp, THREAD, ROOT, None).await.pending_writes;
-    let normal: Vec<_> = got.iter().filter(|x| !x.channel.starts_with("__")).collect();
-    let order: Vec<(&str, &Value)> = normal.iter().map(|x| (x.channel.as_str(), &x.value)).collect();
+    let normal: Vec<_> = got
+        .iter()
+        .filter(|x| !x.channel.starts_with("__"))
+        .collect();
+    let order: Vec<(&str, &Value)> = normal
+        .iter()
+        .map(|x| (x.channel.as_str(), &x.value))
+        .collect();
     assert_eq!(
         order,
         vec![("x", &json!(1)), ("y", &json!(2)), ("x", &json!(3))],
@@ -757,9 +833,15 @@ pub async fn new_checkpoint_has_no_pending_writes(cp: &dyn Checkpointer) {
     put(cp, THREAD, ROOT, &c2, &[]).await;
     let latest = must_get(cp, THREAD, ROOT, None).await;
     assert_eq!(latest.checkpoint.id, c2.id);
-    assert!(latest.pending_writes.is_empty(), "new checkpoint inherited writes");
+    assert!(
+        latest.pending_writes.is_empty(),
+        "new checkpoint inherited writes"
+    );
     assert_eq!(
-        must_get(cp, THREAD, ROOT, Some(c1.id)).await.pending_writes.len(),
+        must_get(cp, THREAD, ROOT, Some(c1.id))
+            .await
+            .pending_writes
+            .len(),
         1,
         "older checkpoint lost its writes"
     );
@@ -775,10 +857,17 @@ pub async fn list_newest_first(cp: &dyn Checkpointer) {
     put_writes(cp, THREAD, ROOT, cs[2].id, "t", &[("x", json!(2))]).await;
     chain(cp, OTHER, ROOT, 2).await;
     let listed = list(cp, THREAD, query(None)).await;
-    assert_eq!(ids(&listed), newest_first(&cs), "not every checkpoint, newest first");
+    assert_eq!(
+        ids(&listed),
+        newest_first(&cs),
+        "not every checkpoint, newest first"
+    );
     for t in &listed {
         let c = cs.iter().find(|c| c.id == t.checkpoint.id).expect("listed");
-        assert_eq!(&t.checkpoint, c, "listed checkpoint differs from the one put");
+        assert_eq!(
+            &t.checkpoint, c,
+            "listed checkpoint differs from the one put"
+        );
         let want = usize::from(c.id == cs[2].id);
         assert_eq!(t.pending_writes.len(), want, "listed pending writes");
     }
@@ -806,7 +895,10 @@ pub async fn list_namespace_filter(cp: &dyn Checkpointer) {
         let listed = list(cp, THREAD, query(Some(ns))).await;
         let want: Vec<CheckpointId> = all.iter().filter(|(n, _)| n == ns).map(|x| x.1).collect();
         assert_eq!(ids(&listed), want, "list of namespace {ns:?}");
-        assert!(listed.iter().all(|t| t.ns == ns), "tuple names the wrong namespace");
+        assert!(
+            listed.iter().all(|t| t.ns == ns),
+            "tuple names the wrong namespace"
+        );
     }
     let listed = list(cp, THREAD, query(None)).await;
     let got: Vec<(String, CheckpointId)> = listed
@@ -910,12 +1002,20 @@ pub async fn list_metadata_filter(cp: &dyn Checkpointer) {
         vec![cs[3].id, cs[2].id],
         "step and custom key"
     );
-    assert!(filtered(json!({"user": "dave"})).await.is_empty(), "no match");
     assert!(
-        filtered(json!({"source": "loop", "user": "carol"})).await.is_empty(),
+        filtered(json!({"user": "dave"})).await.is_empty(),
+        "no match"
+    );
+    assert!(
+        filtered(json!({"source": "loop", "user": "carol"}))
+            .await
+            .is_empty(),
         "AND with no match"
     );
-    assert!(filtered(json!({"absent": 1})).await.is_empty(), "missing key matched");
+    assert!(
+        filtered(json!({"absent": 1})).await.is_empty(),
+        "missing key matched"
+    );
     assert_eq!(
         filtered(json!({})).await,
         want(&|_| true),
@@ -957,7 +1057,10 @@ pub async fn list_before_and_limit(cp: &dyn Checkpointer) {
         all,
         "limit above the count"
     );
-    assert!(list(cp, THREAD, q(None, Some(0))).await.is_empty(), "limit 0");
+    assert!(
+        list(cp, THREAD, q(None, Some(0))).await.is_empty(),
+        "limit 0"
+    );
     assert_eq!(
         ids(&list(cp, THREAD, q(Some(cs[5].id), Some(2))).await),
         vec![cs[4].id, cs[3].id],
@@ -987,7 +1090,11 @@ pub async fn list_before_and_limit(cp: &dyn Checkpointer) {
         },
     )
     .await;
-    assert_eq!(ids(&filtered), vec![cs[5].id, cs[4].id], "before + filter + limit");
+    assert_eq!(
+        ids(&filtered),
+        vec![cs[5].id, cs[4].id],
+        "before + filter + limit"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1207,11 +1314,17 @@ pub async fn incremental_blobs(cp: &dyn Checkpointer) {
         let stored = must_get(cp, THREAD, ROOT, Some(c.id)).await.checkpoint;
         values_of(cp, THREAD, ROOT, &stored).await
     };
-    let expect = |v: Value| -> BTreeMap<String, Value> {
-        obj(v).into_iter().collect()
-    };
-    assert_eq!(load(c1).await, expect(json!({"a": 1, "b": "b1"})), "c1 values");
-    assert_eq!(load(c2).await, expect(json!({"a": 2, "b": "b1"})), "c2 values");
+    let expect = |v: Value| -> BTreeMap<String, Value> { obj(v).into_iter().collect() };
+    assert_eq!(
+        load(c1).await,
+        expect(json!({"a": 1, "b": "b1"})),
+        "c1 values"
+    );
+    assert_eq!(
+        load(c2).await,
+        expect(json!({"a": 2, "b": "b1"})),
+        "c2 values"
+    );
     assert_eq!(
         load(c3).await,
         expect(json!({"a": 2, "b": "b3", "c": ["c3"]})),
@@ -1230,7 +1343,10 @@ pub async fn incremental_blobs(cp: &dyn Checkpointer) {
 
 /// `list_threads` lists each thread once (whatever its namespaces), sorted.
 pub async fn list_threads_sorted(cp: &dyn Checkpointer) {
-    assert!(cp.list_threads().await.expect("list_threads").is_empty(), "empty store");
+    assert!(
+        cp.list_threads().await.expect("list_threads").is_empty(),
+        "empty store"
+    );
     for t in ["b", "a", "c:1", "a b", "a"] {
         chain(cp, t, ROOT, 1).await;
     }
@@ -1269,13 +1385,23 @@ async fn populate(cp: &dyn Checkpointer, thread: &str) -> Vec<(&'static str, Vec
 pub async fn delete_thread_removes_everything(cp: &dyn Checkpointer) {
     let data = populate(cp, THREAD).await;
     cp.delete_thread(THREAD).await.expect("delete_thread");
-    assert!(list(cp, THREAD, query(None)).await.is_empty(), "checkpoints left");
     assert!(
-        !cp.list_threads().await.expect("list_threads").iter().any(|t| t == THREAD),
+        list(cp, THREAD, query(None)).await.is_empty(),
+        "checkpoints left"
+    );
+    assert!(
+        !cp.list_threads()
+            .await
+            .expect("list_threads")
+            .iter()
+            .any(|t| t == THREAD),
         "thread still listed"
     );
     for (ns, cs) in &data {
-        assert!(get(cp, THREAD, ns, None).await.is_none(), "{ns:?} still has a checkpoint");
+        assert!(
+            get(cp, THREAD, ns, None).await.is_none(),
+            "{ns:?} still has a checkpoint"
+        );
         for c in cs {
             assert!(
                 cp.channel_entries(THREAD, ns, "log", c.id).await.is_err(),
@@ -1286,12 +1412,17 @@ pub async fn delete_thread_removes_everything(cp: &dyn Checkpointer) {
         // Put the record back without writes: no pending writes may survive.
         put(cp, THREAD, ns, &cs[0], &[]).await;
         assert!(
-            must_get(cp, THREAD, ns, Some(cs[0].id)).await.pending_writes.is_empty(),
+            must_get(cp, THREAD, ns, Some(cs[0].id))
+                .await
+                .pending_writes
+                .is_empty(),
             "pending writes of {ns:?} left after delete"
         );
     }
     cp.delete_thread(THREAD).await.expect("delete_thread again");
-    cp.delete_thread("never-existed").await.expect("delete a missing thread");
+    cp.delete_thread("never-existed")
+        .await
+        .expect("delete a missing thread");
     assert!(list(cp, THREAD, query(None)).await.is_empty());
 }
 
@@ -1310,7 +1441,11 @@ pub async fn delete_thread_leaves_other_threads(cp: &dyn Checkpointer) {
         "remaining threads"
     );
     for (t, data) in kept {
-        assert_eq!(list(cp, t, query(None)).await.len(), 9, "{t:?} lost checkpoints");
+        assert_eq!(
+            list(cp, t, query(None)).await.len(),
+            9,
+            "{t:?} lost checkpoints"
+        );
         for (ns, cs) in data {
             let last = cs.last().expect("populated");
             let tuple = must_get(cp, t, ns, None).await;
@@ -1334,7 +1469,15 @@ pub async fn prune_keeps_newest_per_namespace(cp: &dyn Checkpointer) {
     chain(cp, OTHER, ROOT, 5).await;
     for (ns, cs) in [(ROOT, &root), (CHILD, &child), (NESTED, &nested)] {
         for c in cs {
-            put_writes(cp, THREAD, ns, c.id, "task", &[("x", json!(1)), ("y", json!(2))]).await;
+            put_writes(
+                cp,
+                THREAD,
+                ns,
+                c.id,
+                "task",
+                &[("x", json!(1)), ("y", json!(2))],
+            )
+            .await;
         }
     }
     let stats = cp.prune(Some(THREAD), 2).await.expect("prune");
@@ -1359,7 +1502,11 @@ pub async fn prune_keeps_newest_per_namespace(cp: &dyn Checkpointer) {
         "a namespace with fewer than keep is untouched"
     );
     for t in list(cp, THREAD, query(None)).await {
-        assert_eq!(t.pending_writes.len(), 2, "a kept checkpoint lost its writes");
+        assert_eq!(
+            t.pending_writes.len(),
+            2,
+            "a kept checkpoint lost its writes"
+        );
     }
     assert_eq!(
         cp.prune(Some(THREAD), 2).await.expect("prune again"),
@@ -1367,10 +1514,16 @@ pub async fn prune_keeps_newest_per_namespace(cp: &dyn Checkpointer) {
         "a second prune to the same size removed more"
     );
     for c in &root[..3] {
-        assert!(get(cp, THREAD, ROOT, Some(c.id)).await.is_none(), "pruned checkpoint left");
+        assert!(
+            get(cp, THREAD, ROOT, Some(c.id)).await.is_none(),
+            "pruned checkpoint left"
+        );
         put(cp, THREAD, ROOT, c, &[]).await;
         assert!(
-            must_get(cp, THREAD, ROOT, Some(c.id)).await.pending_writes.is_empty(),
+            must_get(cp, THREAD, ROOT, Some(c.id))
+                .await
+                .pending_writes
+                .is_empty(),
             "writes of a pruned checkpoint left"
         );
     }
@@ -1448,7 +1601,13 @@ pub async fn prune_keeps_needed_blobs(cp: &dyn Checkpointer) {
         vec![cs[2].id, cs[3].id, cs[4].id],
         "delta chain of a kept checkpoint"
     );
-    for (ch, i) in [("log", 0), ("log", 1), ("count", 0), ("count", 2), ("gone", 1)] {
+    for (ch, i) in [
+        ("log", 0),
+        ("log", 1),
+        ("count", 0),
+        ("count", 2),
+        ("gone", 1),
+    ] {
         match cp.channel_entries(THREAD, ROOT, ch, cs[i].id).await {
             Err(CheckpointError::MissingBlob { .. }) => {}
             other => panic!("unreachable blob {ch}@{i} was not removed: {other:?}"),
@@ -1465,14 +1624,26 @@ pub async fn prune_every_thread(cp: &dyn Checkpointer) {
     let b_child = chain(cp, "b", CHILD, 3).await;
     let c = chain(cp, "c", ROOT, 1).await;
     let stats = cp.prune(None, 1).await.expect("prune all");
-    assert_eq!(stats.checkpoints, 3 + 1 + 2, "checkpoints removed: {stats:?}");
-    assert_eq!(ids(&list(cp, "a", query(None)).await), vec![a[3].id], "thread a");
+    assert_eq!(
+        stats.checkpoints,
+        3 + 1 + 2,
+        "checkpoints removed: {stats:?}"
+    );
+    assert_eq!(
+        ids(&list(cp, "a", query(None)).await),
+        vec![a[3].id],
+        "thread a"
+    );
     assert_eq!(
         ids(&list(cp, "b", query(None)).await),
         vec![b_child[2].id, b[1].id],
         "thread b"
     );
-    assert_eq!(ids(&list(cp, "c", query(None)).await), vec![c[0].id], "thread c");
+    assert_eq!(
+        ids(&list(cp, "c", query(None)).await),
+        vec![c[0].id],
+        "thread c"
+    );
 }
 
 /// `prune(thread, 0)` removes every checkpoint, write and blob of the thread.
@@ -1489,8 +1660,15 @@ pub async fn prune_keep_zero_removes_all(cp: &dyn Checkpointer) {
         },
         "prune to zero counts"
     );
-    assert!(list(cp, THREAD, query(None)).await.is_empty(), "checkpoints left");
-    assert_eq!(list(cp, OTHER, query(None)).await.len(), 9, "other thread touched");
+    assert!(
+        list(cp, THREAD, query(None)).await.is_empty(),
+        "checkpoints left"
+    );
+    assert_eq!(
+        list(cp, OTHER, query(None)).await.len(),
+        9,
+        "other thread touched"
+    );
 }
 
 /// Ids the store cannot key (a NUL in a thread id, namespace, channel or task id) are an
@@ -1534,7 +1712,11 @@ pub async fn invalid_keys(cp: &dyn Checkpointer) {
     assert_invalid_key(cp.get(bad, ROOT, None).await, "thread id", "get");
     assert_invalid_key(cp.get(THREAD, bad, Some(c.id)).await, "namespace", "get");
     assert_invalid_key(cp.list(bad, &query(None)).await, "thread id", "list");
-    assert_invalid_key(cp.list(THREAD, &query(Some(bad))).await, "namespace", "list");
+    assert_invalid_key(
+        cp.list(THREAD, &query(Some(bad))).await,
+        "namespace",
+        "list",
+    );
     assert_invalid_key(
         cp.channel_entries(bad, ROOT, "x", c.id).await,
         "thread id",
@@ -1565,10 +1747,9 @@ pub async fn flush_works(cp: &dyn Checkpointer) {
     cp.flush().await.expect("second flush");
 }
 
-/// Not in [`run_all`] yet: a push task whose `send` payload is JSON `null`, and an input
-/// checkpoint whose input is `null`, must round-trip as `Some(Value::Null)`. With plain
-/// `Option<Value>` serde fields, `null` reads back as `None`, which turns a push task into a
-/// pull task (a different task id, and the node loses its payload).
+/// A push task whose `send` payload is JSON `null`, and an input checkpoint whose input is
+/// `null`, round-trip as `Some(Value::Null)` (a plain `Option<Value>` field would read them
+/// back as `None`, turning a push task into a pull task).
 pub async fn null_payload_and_input_round_trip(cp: &dyn Checkpointer) {
     let mut c = ckpt(None, -1, Source::Input);
     c.input = Some(Value::Null);
@@ -1580,4 +1761,43 @@ pub async fn null_payload_and_input_round_trip(cp: &dyn Checkpointer) {
     let got = must_get(cp, THREAD, ROOT, Some(c.id)).await.checkpoint;
     assert_eq!(got.next, c.next, "a null send payload did not round-trip");
     assert_eq!(got.input, c.input, "a null input did not round-trip");
+}
+
+/// Floats in checkpoint fields, blobs and pending writes read back bit for bit (serde_json
+/// needs its `float_roundtrip` feature for this: without it 130586.53403353193 reads back as
+/// 130586.53403353192, and a value rebuilt from storage differs from the live one).
+pub async fn floats_round_trip_exactly(cp: &dyn Checkpointer) {
+    let floats = [
+        130586.53403353193,
+        -987765.3163121423,
+        0.1 + 0.2,
+        1.0e-300,
+        f64::MAX,
+        std::f64::consts::PI,
+    ];
+    let mut c = ckpt(None, 0, Source::Loop);
+    c.channel_versions.insert("f".into(), c.id);
+    c.metadata = obj(json!({"floats": floats}));
+    c.input = Some(json!(floats));
+    put(
+        cp,
+        THREAD,
+        ROOT,
+        &c,
+        &[("f", ChannelEntry::Set(json!(floats)))],
+    )
+    .await;
+    put_writes(cp, THREAD, ROOT, c.id, "t", &[("f", json!(floats))]).await;
+    let t = must_get(cp, THREAD, ROOT, Some(c.id)).await;
+    assert_eq!(t.checkpoint, c, "floats in checkpoint fields");
+    assert_eq!(
+        t.pending_writes[0].value,
+        json!(floats),
+        "floats in pending writes"
+    );
+    assert_eq!(
+        entries(cp, THREAD, ROOT, "f", c.id).await,
+        vec![(c.id, ChannelEntry::Set(json!(floats)))],
+        "floats in blobs"
+    );
 }

@@ -358,7 +358,7 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
                 return Err(e);
             }
         }
-        found.sort_by(|a, b| b.1.id.cmp(&a.1.id));
+        found.sort_by_key(|f| std::cmp::Reverse(f.1.id));
         found.truncate(limit);
         found
             .into_iter()

@@ -49,13 +49,23 @@ impl Source {
     }
 }
 
+/// Reads a field that is present as `Some`, even when its value is `null` (serde's default
+/// reads a present `null` as `None`); an absent field falls back to `None` via `default`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
 /// A task planned for the next step: a node (pull task) or a node with a payload (push task).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingTask {
     /// The node to run.
     pub node: String,
-    /// The `send` payload of a push task.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The `send` payload of a push task (`Some(null)` is a push task whose payload is null).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub payload: Option<Value>,
 }
 
@@ -78,7 +88,11 @@ pub struct Checkpoint {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub barriers: BTreeMap<String, Vec<String>>,
     /// The input of an `input` checkpoint, applied by the next step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "present"
+    )]
     pub input: Option<Value>,
     /// Hash of the state schema that wrote it.
     pub schema_version: String,
