@@ -1,0 +1,566 @@
+//! The spanned syntax tree of a `.ag` file. Our own types: no pest pairs leak out.
+//!
+//! Spans are byte offsets into the file's text. They are skipped when a tree is serialized, so
+//! two trees can be compared for shape with [`same_shape`] (used by the formatter round-trip).
+
+use serde::Serialize;
+
+/// A byte range in the source text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub struct Span {
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// A span from `start` to `end`.
+    pub fn new(start: usize, end: usize) -> Self {
+        Span { start, end }
+    }
+    /// The smallest span covering both.
+    pub fn to(self, other: Span) -> Span {
+        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+    }
+}
+
+/// A name with where it appears.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Ident {
+    /// The name.
+    pub name: String,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// A string literal: the unescaped value plus how it was written.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StrLit {
+    /// The text without quotes, escapes resolved (triple-quoted strings are dedented).
+    pub value: String,
+    /// Written as `"""…"""`.
+    pub triple: bool,
+    /// The source text, quotes included.
+    #[serde(skip)]
+    pub raw: String,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// A parsed file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct File {
+    /// `use` declarations.
+    pub uses: Vec<UseDecl>,
+    /// Graphs (usually one).
+    pub graphs: Vec<GraphDecl>,
+}
+
+/// `use "file.ag" as name`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UseDecl {
+    /// The path, relative to this file.
+    pub path: StrLit,
+    /// The name it is used under.
+    pub alias: Ident,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// `graph name { … }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GraphDecl {
+    /// The graph's name.
+    pub name: Ident,
+    /// Its items in source order.
+    pub items: Vec<GraphItem>,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// One item of a graph body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "item", rename_all = "snake_case")]
+pub enum GraphItem {
+    /// `state { … }`.
+    State(StateBlock),
+    /// `input { a, b }`.
+    Input(NameList),
+    /// `output { a, b }`.
+    Output(NameList),
+    /// `model name = provider { … }`.
+    Model(ModelDecl),
+    /// `prompt name = expr`.
+    Prompt(PromptDecl),
+    /// `tools name = [ … ]`.
+    Tools(ToolsDecl),
+    /// `node name: kind { … }`.
+    Node(NodeDecl),
+    /// `a -> b -> route { … }`.
+    Edge(EdgeStmt),
+    /// `interrupt before a, b`.
+    Interrupt(InterruptStmt),
+    /// `config { recursion_limit: 100 }`.
+    Config(ObjectLit),
+}
+
+/// A list of names in braces.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NameList {
+    /// The names.
+    pub names: Vec<Ident>,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// `state { … }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StateBlock {
+    /// The fields.
+    pub fields: Vec<Field>,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// `private name: type = default reduce r ephemeral`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Field {
+    /// The channel name.
+    pub name: Ident,
+    /// Its type.
+    pub ty: TypeExpr,
+    /// Its default value.
+    pub default: Option<Expr>,
+    /// Its reducer (default `replace`; `messages` defaults to `add_messages`).
+    pub reducer: Option<Ident>,
+    /// Left out of the default input/output schema.
+    pub private: bool,
+    /// Cleared after the step that follows a write.
+    pub ephemeral: bool,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// A type: `string`, `list<T>`, `map<T>`, `T?`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TypeExpr {
+    /// The name (`list`, `string`, …).
+    pub name: Ident,
+    /// The argument of `list<…>` / `map<…>`.
+    pub arg: Option<Box<TypeExpr>>,
+    /// Ends with `?`.
+    pub optional: bool,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// `{ key: expr, … }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ObjectLit {
+    /// Entries in source order.
+    pub entries: Vec<(Ident, Expr)>,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+impl ObjectLit {
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&Expr> {
+        self.entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v)
+    }
+}
+
+/// `model name = provider { … }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ModelDecl {
+    /// The model's name in this file.
+    pub name: Ident,
+    /// `anthropic`, `openai`, `scripted`, …
+    pub provider: Ident,
+    /// Provider options.
+    pub options: ObjectLit,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// `prompt name = "…"` or `= file("…")`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PromptDecl {
+    /// The prompt's name.
+    pub name: Ident,
+    /// Its text (a string, a `file(…)` call, …).
+    pub value: Expr,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// `tools name = [a, b { option: v }]`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolsDecl {
+    /// The set's name.
+    pub name: Ident,
+    /// Its tools.
+    pub tools: Vec<ToolRef>,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// One tool of a set, with options.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolRef {
+    /// The registered tool name.
+    pub name: Ident,
+    /// Per-tool options.
+    pub options: Option<ObjectLit>,
+}
+
+/// `node name: kind { entries }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NodeDecl {
+    /// The node's name.
+    pub name: Ident,
+    /// Its kind (`None`: inferred from the body, e.g. a `set` block).
+    pub kind: Option<NodeKind>,
+    /// Body entries.
+    pub body: Vec<Entry>,
+    /// Whether the body braces were written.
+    pub has_body: bool,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// What a node is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NodeKind {
+    /// A named kind: `llm`, `tool_executor`, `set`, `interrupt`, or a registered Rust node.
+    Named(Ident),
+    /// `subgraph "file.ag"` or `subgraph alias`.
+    Subgraph(SubgraphRef),
+}
+
+/// The graph a subgraph node runs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "ref", rename_all = "snake_case")]
+pub enum SubgraphRef {
+    /// A path relative to this file.
+    Path(StrLit),
+    /// A `use` alias.
+    Alias(Ident),
+}
+
+/// A node body entry: `key: expr` or `key { entries }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "entry", rename_all = "snake_case")]
+pub enum Entry {
+    /// `key: expr`.
+    Value {
+        /// The key.
+        key: Ident,
+        /// The value.
+        value: Expr,
+    },
+    /// `key { … }`.
+    Block {
+        /// The key (`set`, `in`, `out`, `retry`, …).
+        key: Ident,
+        /// Nested entries.
+        entries: Vec<Entry>,
+        /// Where.
+        #[serde(skip)]
+        span: Span,
+    },
+}
+
+impl Entry {
+    /// The entry's key.
+    pub fn key(&self) -> &Ident {
+        match self {
+            Entry::Value { key, .. } | Entry::Block { key, .. } => key,
+        }
+    }
+}
+
+/// `a -> b -> c`, `[a, b] -> c`, `a -> route { … }`, `a -> send …`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EdgeStmt {
+    /// Where the chain starts.
+    pub from: Endpoint,
+    /// Each hop.
+    pub hops: Vec<Target>,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// The start of an edge chain.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "endpoint", rename_all = "snake_case")]
+pub enum Endpoint {
+    /// One node (or START).
+    Node(Ident),
+    /// A waiting edge's sources `[a, b]`.
+    Join(NameList),
+}
+
+/// A hop of an edge chain.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "target", rename_all = "snake_case")]
+pub enum Target {
+    /// A node (or END).
+    Node(Ident),
+    /// A conditional route.
+    Route(RouteBlock),
+    /// A fan-out.
+    Send(SendExpr),
+}
+
+/// `route { cond => target … else => target }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteBlock {
+    /// Arms in order; the first true one wins.
+    pub arms: Vec<RouteArm>,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// One arm of a route.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RouteArm {
+    /// The condition; `None` for `else`.
+    pub cond: Option<Expr>,
+    /// Where the arm goes (several: parallel).
+    pub targets: Vec<RouteTarget>,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// A route arm's target.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "to", rename_all = "snake_case")]
+pub enum RouteTarget {
+    /// A node (or END).
+    Node(Ident),
+    /// A fan-out.
+    Send(SendExpr),
+}
+
+/// `send node for x in list { key: expr }`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SendExpr {
+    /// The node each task runs.
+    pub node: Ident,
+    /// The loop variable.
+    pub var: Ident,
+    /// The list iterated.
+    pub iter: Expr,
+    /// The payload of each task.
+    pub payload: ObjectLit,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// `interrupt before|after a, b`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InterruptStmt {
+    /// True for `after`.
+    pub after: bool,
+    /// The nodes.
+    pub nodes: Vec<Ident>,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// An expression.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Expr {
+    /// What it is.
+    pub kind: ExprKind,
+    /// Where.
+    #[serde(skip)]
+    pub span: Span,
+}
+
+/// Unary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UnOp {
+    /// `not x`.
+    Not,
+    /// `-x`.
+    Neg,
+}
+
+/// Binary operators.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BinOp {
+    /// `or`
+    Or,
+    /// `and`
+    And,
+    /// `==`
+    Eq,
+    /// `!=`
+    Ne,
+    /// `<`
+    Lt,
+    /// `<=`
+    Le,
+    /// `>`
+    Gt,
+    /// `>=`
+    Ge,
+    /// `+`
+    Add,
+    /// `-`
+    Sub,
+    /// `*`
+    Mul,
+    /// `/`
+    Div,
+    /// `%`
+    Rem,
+}
+
+impl BinOp {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Or => "or",
+            BinOp::And => "and",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+        }
+    }
+
+    /// Binding strength (higher binds tighter).
+    pub fn precedence(self) -> u8 {
+        match self {
+            BinOp::Or => 1,
+            BinOp::And => 2,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => 3,
+            BinOp::Add | BinOp::Sub => 4,
+            BinOp::Mul | BinOp::Div | BinOp::Rem => 5,
+        }
+    }
+}
+
+/// Expression forms.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "expr", rename_all = "snake_case")]
+pub enum ExprKind {
+    /// `null`
+    Null,
+    /// `true` / `false`
+    Bool {
+        /// The value.
+        value: bool,
+    },
+    /// An integer.
+    Int {
+        /// The value.
+        value: i64,
+    },
+    /// A float.
+    Float {
+        /// The value.
+        value: f64,
+    },
+    /// A duration such as `500ms` or `2m`, in milliseconds.
+    Duration {
+        /// Milliseconds.
+        ms: u64,
+        /// As written.
+        text: String,
+    },
+    /// A string (may hold `{{ … }}` templates).
+    Str {
+        /// The literal.
+        lit: StrLit,
+    },
+    /// A name: a channel, a loop variable, a prompt, a model, a tool set…
+    Name {
+        /// The name.
+        name: Ident,
+    },
+    /// `base.field`
+    Field {
+        /// The object.
+        base: Box<Expr>,
+        /// The field.
+        field: Ident,
+    },
+    /// `base[index]`
+    Index {
+        /// The list or object.
+        base: Box<Expr>,
+        /// The index or key.
+        index: Box<Expr>,
+    },
+    /// `f(args)`
+    Call {
+        /// The function.
+        func: Ident,
+        /// Arguments.
+        args: Vec<Expr>,
+    },
+    /// `[a, b]`
+    List {
+        /// Items.
+        items: Vec<Expr>,
+    },
+    /// `{k: v}`
+    Object {
+        /// Entries.
+        object: ObjectLit,
+    },
+    /// `not x`, `-x`
+    Unary {
+        /// The operator.
+        op: UnOp,
+        /// The operand.
+        operand: Box<Expr>,
+    },
+    /// `a op b`
+    Binary {
+        /// The operator.
+        op: BinOp,
+        /// Left operand.
+        lhs: Box<Expr>,
+        /// Right operand.
+        rhs: Box<Expr>,
+    },
+}
+
+/// Whether two trees have the same shape (everything but spans and raw text).
+pub fn same_shape(a: &File, b: &File) -> bool {
+    serde_json::to_value(a).ok() == serde_json::to_value(b).ok()
+}

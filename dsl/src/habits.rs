@@ -1,0 +1,96 @@
+//! Habits from other formats, recognised in lines the parser could not read, with our syntax
+//! suggested instead (YAML blocks, LangGraph's Python API, n8n expressions, other arrows).
+
+use crate::ast::Span;
+use crate::diagnostic::Diagnostic;
+
+fn at(start: usize, text: &str, needle: &str) -> Span {
+    let i = text.find(needle).unwrap_or(0);
+    Span::new(start + i, start + i + needle.len().max(1))
+}
+
+/// A diagnostic for a recognised habit in `text` (which starts at byte `start`), if any.
+/// `graph_level` is true for lines directly in a graph body or at the top of the file.
+pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic> {
+    let t = text.trim();
+    let lead = start + (text.len() - text.trim_start().len());
+    let line = Span::new(lead, lead + t.len());
+    for (call, instead) in [
+        ("add_conditional_edges", "a route: `source -> route { condition => target  else => END }`"),
+        ("add_edge", "an edge: `a -> b` (or `[a, b] -> c` to wait for both)"),
+        ("add_node", "a node: `node name: kind { … }`"),
+        ("set_entry_point", "an edge from START: `START -> first`"),
+        ("set_finish_point", "an edge to END: `last -> END`"),
+        ("StateGraph", "a graph: `graph name { state { … } … }`"),
+    ] {
+        if t.contains(call) {
+            return Some(
+                Diagnostic::error("E0101", at(start, text, call), format!("`{call}` is LangGraph's Python API, not this language"))
+                    .label("Python API call")
+                    .help(format!("write {instead}")),
+            );
+        }
+    }
+    if t.contains("={{") {
+        return Some(
+            Diagnostic::error("E0102", at(start, text, "={{"), "`={{ … }}` is an n8n expression")
+                .label("n8n expression syntax")
+                .help("templates here are plain `{{ expr }}` inside a string, e.g. \"Hello {{ name }}\""),
+        );
+    }
+    if graph_level {
+        if let Some(sep) = t.find("=>").filter(|_| !t.contains("->") && !t.starts_with("route")) {
+            let _ = sep;
+            return Some(
+                Diagnostic::error("E0103", at(start, text, "=>"), "`=>` only appears inside a route")
+                    .label("route arm outside a route")
+                    .help("write an edge with `->`, or a conditional route: `a -> route { cond => b  else => END }`"),
+            );
+        }
+        if t.starts_with("- ") {
+            return Some(
+                Diagnostic::error("E0104", line, "this looks like a YAML list item")
+                    .label("YAML syntax")
+                    .help("list nodes as `node name: kind { … }` items and connect them with `a -> b`"),
+            );
+        }
+        let key_value = t
+            .split_once(':')
+            .filter(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        if let Some((key, rest)) = key_value {
+            let rest = rest.trim();
+            let hint = match key {
+                "nodes" | "edges" | "state" | "channels" | "tools" | "models" => {
+                    format!("`{key}:` is a YAML-style block; write `{}` instead", yaml_hint(key))
+                }
+                _ if rest.is_empty() || !rest.starts_with('{') => format!(
+                    "`{key}: …` is a YAML-style key; graph items start with a keyword (state, node, model, prompt, tools, interrupt, config) or are edges `a -> b`"
+                ),
+                _ => format!("did you mean `node {key} {{ … }}` or `config {{ {key}: … }}`?"),
+            };
+            return Some(
+                Diagnostic::error("E0105", line, format!("unexpected `{key}:` in a graph body"))
+                    .label("YAML-style key")
+                    .help(hint),
+            );
+        }
+        if t.starts_with("elif ") || t.starts_with("if ") {
+            return Some(
+                Diagnostic::error("E0106", line, "`if` statements are not part of the language")
+                    .label("control flow goes through routes")
+                    .help("branch with a route: `a -> route { condition => b  else => c }`"),
+            );
+        }
+    }
+    None
+}
+
+fn yaml_hint(key: &str) -> &'static str {
+    match key {
+        "nodes" => "one `node name: kind { … }` item per node",
+        "edges" => "one edge per line: `a -> b`",
+        "state" | "channels" => "`state { name: type = default }`",
+        "tools" => "`tools name = [tool_a, tool_b]`",
+        _ => "`model name = provider { model: \"…\" }`",
+    }
+}

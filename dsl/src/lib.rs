@@ -1,0 +1,12 @@
+//! # agentgraph DSL
+//!
+//! The `.ag` language: a pest grammar parsed into a spanned AST of our own types, static checks
+//! that accumulate diagnostics (rendered by miette), and a compiler to runtime graphs.
+
+pub mod ast;
+pub mod diagnostic;
+mod habits;
+pub mod parse;
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use parse::{parse, parse_expr, Parsed};
