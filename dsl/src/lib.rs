@@ -10,3 +10,15 @@ pub mod parse;
 
 pub use diagnostic::{Diagnostic, Severity};
 pub use parse::{parse, parse_expr, Parsed};
+pub mod check;
+pub mod eval;
+pub mod functions;
+pub mod registry;
+pub mod template;
+pub mod types;
+
+pub use registry::Registry;
+pub mod compile;
+pub mod project;
+
+pub use project::{LoadError, Project};

@@ -1,0 +1,214 @@
+//! The built-in functions of the expression language, their arities and result types.
+
+use crate::eval::{truthy, EvalError};
+use crate::types::Ty;
+use serde_json::Value;
+
+/// A built-in function: name, accepted argument counts, result type, one-line doc.
+pub struct FunctionSpec {
+    /// The name.
+    pub name: &'static str,
+    /// Minimum arguments.
+    pub min: usize,
+    /// Maximum arguments.
+    pub max: usize,
+    /// What it returns.
+    pub returns: fn(&[Ty]) -> Ty,
+    /// What it does.
+    pub doc: &'static str,
+}
+
+fn t_int(_: &[Ty]) -> Ty {
+    Ty::Int
+}
+fn t_bool(_: &[Ty]) -> Ty {
+    Ty::Bool
+}
+fn t_str(_: &[Ty]) -> Ty {
+    Ty::String
+}
+fn t_any(_: &[Ty]) -> Ty {
+    Ty::Any
+}
+fn t_item(a: &[Ty]) -> Ty {
+    match a.first() {
+        Some(Ty::List(t)) => (**t).clone(),
+        Some(Ty::Messages) => Ty::Message,
+        _ => Ty::Any,
+    }
+}
+fn t_list_str(_: &[Ty]) -> Ty {
+    Ty::List(Box::new(Ty::String))
+}
+fn t_list_any(_: &[Ty]) -> Ty {
+    Ty::List(Box::new(Ty::Any))
+}
+fn t_list_int(_: &[Ty]) -> Ty {
+    Ty::List(Box::new(Ty::Int))
+}
+fn t_sum(a: &[Ty]) -> Ty {
+    match a.first().map(Ty::base) {
+        Some(Ty::List(t)) if **t == Ty::Int => Ty::Int,
+        Some(Ty::List(t)) if **t == Ty::Float => Ty::Float,
+        _ => Ty::Any,
+    }
+}
+fn t_message(_: &[Ty]) -> Ty {
+    Ty::Message
+}
+
+/// Every built-in function.
+pub const FUNCTIONS: &[FunctionSpec] = &[
+    FunctionSpec { name: "len", min: 1, max: 1, returns: t_int, doc: "length of a list, object or string" },
+    FunctionSpec { name: "last", min: 1, max: 1, returns: t_item, doc: "last item of a list (null if empty)" },
+    FunctionSpec { name: "first", min: 1, max: 1, returns: t_item, doc: "first item of a list (null if empty)" },
+    FunctionSpec { name: "contains", min: 2, max: 2, returns: t_bool, doc: "whether a list has an item, an object a key, a string a substring" },
+    FunctionSpec { name: "lower", min: 1, max: 1, returns: t_str, doc: "lower-case string" },
+    FunctionSpec { name: "upper", min: 1, max: 1, returns: t_str, doc: "upper-case string" },
+    FunctionSpec { name: "keys", min: 1, max: 1, returns: t_list_str, doc: "keys of an object" },
+    FunctionSpec { name: "values", min: 1, max: 1, returns: t_list_any, doc: "values of an object" },
+    FunctionSpec { name: "range", min: 1, max: 2, returns: t_list_int, doc: "range(n) or range(a, b): integers" },
+    FunctionSpec { name: "last_human", min: 1, max: 1, returns: t_message, doc: "the last human message of a message list" },
+    FunctionSpec { name: "has_tool_calls", min: 1, max: 1, returns: t_bool, doc: "whether a message has tool calls" },
+    FunctionSpec { name: "env", min: 1, max: 2, returns: t_str, doc: "an environment variable (with a default)" },
+    FunctionSpec { name: "str", min: 1, max: 1, returns: t_str, doc: "a value as a string" },
+    FunctionSpec { name: "int", min: 1, max: 1, returns: t_int, doc: "a number or numeric string as an integer" },
+    FunctionSpec { name: "join", min: 2, max: 2, returns: t_str, doc: "join(list, separator)" },
+    FunctionSpec { name: "file", min: 1, max: 1, returns: t_str, doc: "the text of a file, relative to the graph file (resolved when the graph is loaded)" },
+    FunctionSpec { name: "sum", min: 1, max: 1, returns: t_sum, doc: "sum of a list of numbers" },
+    FunctionSpec { name: "coalesce", min: 1, max: 8, returns: t_any, doc: "the first argument that is not null" },
+];
+
+/// A function by name.
+pub fn spec(name: &str) -> Option<&'static FunctionSpec> {
+    FUNCTIONS.iter().find(|f| f.name == name)
+}
+
+fn bad(name: &str, args: &[Value]) -> EvalError {
+    let kinds: Vec<&str> = args
+        .iter()
+        .map(|a| match a {
+            Value::Null => "null",
+            Value::Bool(_) => "bool",
+            Value::Number(_) => "number",
+            Value::String(_) => "string",
+            Value::Array(_) => "list",
+            Value::Object(_) => "object",
+        })
+        .collect();
+    EvalError(format!("{name}() does not accept ({})", kinds.join(", ")))
+}
+
+/// Calls a built-in function.
+pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
+    let Some(s) = spec(name) else {
+        return Err(EvalError(format!("unknown function `{name}`")));
+    };
+    if args.len() < s.min || args.len() > s.max {
+        return Err(EvalError(format!("{name}() takes {}..={} arguments, got {}", s.min, s.max, args.len())));
+    }
+    let a0 = &args[0];
+    Ok(match name {
+        "len" => Value::from(match a0 {
+            Value::Array(a) => a.len(),
+            Value::Object(o) => o.len(),
+            Value::String(s) => s.chars().count(),
+            Value::Null => 0,
+            _ => return Err(bad(name, args)),
+        }),
+        "last" | "first" => match a0 {
+            Value::Array(a) => (if name == "last" { a.last() } else { a.first() }).cloned().unwrap_or(Value::Null),
+            Value::Null => Value::Null,
+            _ => return Err(bad(name, args)),
+        },
+        "contains" => Value::Bool(match (a0, &args[1]) {
+            (Value::Array(a), x) => a.contains(x),
+            (Value::Object(o), Value::String(k)) => o.contains_key(k),
+            (Value::String(s), Value::String(sub)) => s.contains(sub.as_str()),
+            (Value::Null, _) => false,
+            _ => return Err(bad(name, args)),
+        }),
+        "lower" | "upper" => match a0 {
+            Value::String(s) => Value::String(if name == "lower" { s.to_lowercase() } else { s.to_uppercase() }),
+            _ => return Err(bad(name, args)),
+        },
+        "keys" => match a0 {
+            Value::Object(o) => Value::Array(o.keys().cloned().map(Value::String).collect()),
+            _ => return Err(bad(name, args)),
+        },
+        "values" => match a0 {
+            Value::Object(o) => Value::Array(o.values().cloned().collect()),
+            _ => return Err(bad(name, args)),
+        },
+        "range" => {
+            let (lo, hi) = match (a0.as_i64(), args.get(1).map(Value::as_i64)) {
+                (Some(n), None) => (0, n),
+                (Some(a), Some(Some(b))) => (a, b),
+                _ => return Err(bad(name, args)),
+            };
+            if hi.saturating_sub(lo) > 100_000 {
+                return Err(EvalError("range() is limited to 100000 items".into()));
+            }
+            Value::Array((lo..hi).map(Value::from).collect())
+        }
+        "last_human" => match a0 {
+            Value::Array(_) => agentgraph_runtime::messages::last_of_type(a0, "human").cloned().unwrap_or(Value::Null),
+            Value::Null => Value::Null,
+            _ => return Err(bad(name, args)),
+        },
+        "has_tool_calls" => Value::Bool(
+            a0.get("tool_calls").and_then(Value::as_array).is_some_and(|c| !c.is_empty()),
+        ),
+        "env" => {
+            let key = a0.as_str().ok_or_else(|| bad(name, args))?;
+            match std::env::var(key) {
+                Ok(v) => Value::String(v),
+                Err(_) => args.get(1).cloned().unwrap_or(Value::Null),
+            }
+        }
+        "str" => Value::String(match a0 {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }),
+        "int" => match a0 {
+            Value::Number(n) => Value::from(n.as_f64().unwrap_or(0.0) as i64),
+            Value::String(s) => Value::from(s.trim().parse::<i64>().map_err(|_| bad(name, args))?),
+            Value::Bool(b) => Value::from(i64::from(*b)),
+            _ => return Err(bad(name, args)),
+        },
+        "join" => match (a0, &args[1]) {
+            (Value::Array(a), Value::String(sep)) => Value::String(
+                a.iter()
+                    .map(|v| match v {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join(sep),
+            ),
+            _ => return Err(bad(name, args)),
+        },
+        "sum" => match a0 {
+            Value::Array(items) => {
+                if items.iter().all(|v| v.as_i64().is_some()) {
+                    Value::from(items.iter().filter_map(Value::as_i64).fold(0i64, i64::wrapping_add))
+                } else if items.iter().all(Value::is_number) {
+                    serde_json::Number::from_f64(items.iter().filter_map(Value::as_f64).sum())
+                        .map(Value::Number)
+                        .unwrap_or(Value::Null)
+                } else {
+                    return Err(bad(name, args));
+                }
+            }
+            _ => return Err(bad(name, args)),
+        },
+        "coalesce" => args.iter().find(|v| !v.is_null()).cloned().unwrap_or(Value::Null),
+        "file" => return Err(EvalError("file() is resolved when the graph is loaded".into())),
+        _ => return Err(EvalError(format!("unknown function `{name}`"))),
+    })
+}
+
+/// Whether a value counts as true in a route condition.
+pub fn is_true(v: &Value) -> bool {
+    truthy(v)
+}

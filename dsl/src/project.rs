@@ -1,0 +1,276 @@
+//! A graph file and everything it pulls in (`use`, subgraph paths, `file(…)` prompts): loading,
+//! checking every file, compiling the root graph, rendering diagnostics.
+
+use crate::ast::*;
+use crate::check::check_graph;
+use crate::compile::{compile_graph, SubgraphResolver};
+use crate::diagnostic::{self, Diagnostic};
+use crate::registry::Registry;
+use agentgraph_runtime::CompiledGraph;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// One loaded file.
+pub struct Source {
+    /// Its path as given or resolved.
+    pub path: PathBuf,
+    /// How diagnostics name it.
+    pub name: String,
+    /// Its text.
+    pub text: String,
+    /// Its tree, if the outline parsed.
+    pub ast: Option<File>,
+}
+
+/// A root file and the files it references.
+pub struct Project {
+    /// The root file's key in `sources`.
+    pub root: PathBuf,
+    /// Every file by canonical path.
+    pub sources: BTreeMap<PathBuf, Source>,
+    /// Parse and load diagnostics.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+/// Why a project could not be loaded at all.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {path}: {source}")]
+pub struct LoadError {
+    /// The file.
+    pub path: String,
+    /// The I/O error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+fn key(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+fn references(f: &File) -> Vec<&StrLit> {
+    let mut out: Vec<&StrLit> = f.uses.iter().map(|u| &u.path).collect();
+    for g in &f.graphs {
+        for item in &g.items {
+            if let GraphItem::Node(NodeDecl { kind: Some(NodeKind::Subgraph(SubgraphRef::Path(p))), .. }) = item {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+impl Project {
+    /// Loads `path` and, recursively, what it references.
+    pub fn load(path: impl AsRef<Path>) -> Result<Project, LoadError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError { path: path.display().to_string(), source: e })?;
+        Ok(Self::from_source(path, text))
+    }
+
+    /// Builds a project from the root file's text (references are read from disk).
+    pub fn from_source(path: &Path, text: String) -> Project {
+        let root = key(path);
+        let mut p = Project { root: root.clone(), sources: BTreeMap::new(), diagnostics: Vec::new() };
+        p.add(root.clone(), path.display().to_string(), text, &mut vec![root]);
+        p
+    }
+
+    fn add(&mut self, k: PathBuf, name: String, text: String, stack: &mut Vec<PathBuf>) {
+        let parsed = crate::parse::parse(&text);
+        for mut d in parsed.diagnostics {
+            d.file = name.clone();
+            self.diagnostics.push(d);
+        }
+        let dir = k.parent().map(Path::to_path_buf).unwrap_or_default();
+        let refs: Vec<StrLit> = parsed.file.as_ref().map(|f| references(f).into_iter().cloned().collect()).unwrap_or_default();
+        self.sources.insert(k.clone(), Source { path: k.clone(), name: name.clone(), text, ast: parsed.file });
+        for r in refs {
+            let target = dir.join(&r.value);
+            let tk = key(&target);
+            if let Some(pos) = stack.iter().position(|s| *s == tk) {
+                let chain: Vec<String> = stack[pos..]
+                    .iter()
+                    .chain(std::iter::once(&tk))
+                    .map(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default())
+                    .collect();
+                let mut d = Diagnostic::error("E0251", r.span, format!("import cycle: {}", chain.join(" -> ")))
+                    .label("this reference closes the cycle")
+                    .help("a graph cannot contain itself; move the shared part into a third file");
+                d.file = name.clone();
+                self.diagnostics.push(d);
+                continue;
+            }
+            if self.sources.contains_key(&tk) {
+                continue;
+            }
+            match std::fs::read_to_string(&target) {
+                Ok(t) => {
+                    stack.push(tk.clone());
+                    self.add(tk, target.display().to_string(), t, stack);
+                    stack.pop();
+                }
+                Err(e) => {
+                    let mut d = Diagnostic::error("E0250", r.span, format!("cannot read `{}`: {e}", r.value))
+                        .label("file not found")
+                        .help(format!("paths are relative to this file's folder ({})", dir.display()));
+                    d.file = name.clone();
+                    self.diagnostics.push(d);
+                }
+            }
+        }
+    }
+
+    /// Every diagnostic of every file: parse errors, then static checks.
+    pub fn check(&self, reg: &Registry) -> Vec<Diagnostic> {
+        let mut out = self.diagnostics.clone();
+        for src in self.sources.values() {
+            let Some(ast) = &src.ast else { continue };
+            let mut ds = Vec::new();
+            if ast.graphs.is_empty() && !out.iter().any(|d| d.file == src.name) {
+                ds.push(
+                    Diagnostic::error("E0200", Span::new(0, 0), "this file declares no graph")
+                        .label("empty")
+                        .help("a graph file holds `graph name { … }`"),
+                );
+            }
+            for g in &ast.graphs {
+                check_graph(g, &ast.uses, reg, &mut ds);
+                self.check_files(g, src, &mut ds);
+            }
+            for mut d in ds {
+                d.file = src.name.clone();
+                out.push(d);
+            }
+        }
+        out
+    }
+
+    fn check_files(&self, g: &GraphDecl, src: &Source, out: &mut Vec<Diagnostic>) {
+        let dir = src.path.parent().map(Path::to_path_buf).unwrap_or_default();
+        for item in &g.items {
+            if let GraphItem::Prompt(p) = item {
+                if let ExprKind::Call { func, args } = &p.value.kind {
+                    if func.name == "file" {
+                        if let Some(Expr { kind: ExprKind::Str { lit }, .. }) = args.first() {
+                            if !dir.join(&lit.value).is_file() {
+                                out.push(
+                                    Diagnostic::error("E0252", lit.span, format!("prompt file `{}` does not exist", lit.value))
+                                        .label("file not found")
+                                        .help(format!("paths are relative to this file's folder ({})", dir.display())),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Checks everything and compiles the root file's first graph.
+    pub fn compile(&self, reg: &Registry) -> Result<CompiledGraph, Vec<Diagnostic>> {
+        let diags = self.check(reg);
+        if diags.iter().any(Diagnostic::is_error) {
+            return Err(diags);
+        }
+        let resolver = Resolver { project: self, reg, cache: RefCell::new(HashMap::new()) };
+        resolver.compile_file(&self.root)
+    }
+
+    /// Renders a diagnostic with its file's text.
+    pub fn render(&self, d: &Diagnostic, color: bool, width: usize) -> String {
+        let text = self.sources.values().find(|s| s.name == d.file).map(|s| s.text.as_str()).unwrap_or("");
+        diagnostic::render(d, text, color, width)
+    }
+
+    /// The JSON form of a diagnostic (with line and column).
+    pub fn to_json(&self, d: &Diagnostic) -> serde_json::Value {
+        let text = self.sources.values().find(|s| s.name == d.file).map(|s| s.text.as_str()).unwrap_or("");
+        diagnostic::to_json(d, text)
+    }
+
+    /// The root source.
+    pub fn root_source(&self) -> Option<&Source> {
+        self.sources.get(&self.root)
+    }
+}
+
+struct Resolver<'a> {
+    project: &'a Project,
+    reg: &'a Registry,
+    cache: RefCell<HashMap<PathBuf, CompiledGraph>>,
+}
+
+impl Resolver<'_> {
+    fn compile_file(&self, path: &Path) -> Result<CompiledGraph, Vec<Diagnostic>> {
+        if let Some(g) = self.cache.borrow().get(path) {
+            return Ok(g.clone());
+        }
+        let src = self.project.sources.get(path).ok_or_else(|| {
+            vec![Diagnostic::error("E0250", Span::default(), format!("{} was not loaded", path.display()))]
+        })?;
+        let ast = src.ast.as_ref().ok_or_else(Vec::new)?;
+        let g = ast.graphs.first().ok_or_else(|| {
+            vec![Diagnostic::error("E0200", Span::default(), format!("{} declares no graph", src.name))]
+        })?;
+        let mut scratch = Vec::new();
+        let symbols = check_graph(g, &ast.uses, self.reg, &mut scratch);
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let prompts = prompts(g, &dir);
+        let compiled = compile_graph(g, &symbols, self.reg, &dir, &prompts, self).map_err(|ds| {
+            ds.into_iter()
+                .map(|mut d| {
+                    d.file = src.name.clone();
+                    d
+                })
+                .collect::<Vec<_>>()
+        })?;
+        self.cache.borrow_mut().insert(path.to_path_buf(), compiled.clone());
+        Ok(compiled)
+    }
+
+    fn alias_path(&self, alias: &str, base_dir: &Path) -> Option<PathBuf> {
+        for src in self.project.sources.values() {
+            if src.path.parent() != Some(base_dir) {
+                continue;
+            }
+            if let Some(u) = src.ast.as_ref().and_then(|a| a.uses.iter().find(|u| u.alias.name == alias)) {
+                return Some(key(&base_dir.join(&u.path.value)));
+            }
+        }
+        None
+    }
+}
+
+impl SubgraphResolver for Resolver<'_> {
+    fn resolve(&self, r: &SubgraphRef, base_dir: &Path) -> Result<CompiledGraph, Diagnostic> {
+        let (path, span) = match r {
+            SubgraphRef::Path(p) => (key(&base_dir.join(&p.value)), p.span),
+            SubgraphRef::Alias(a) => match self.alias_path(&a.name, base_dir) {
+                Some(p) => (p, a.span),
+                None => return Err(Diagnostic::error("E0250", a.span, format!("`{}` is not imported", a.name))),
+            },
+        };
+        self.compile_file(&path).map_err(|ds| {
+            ds.into_iter().next().unwrap_or_else(|| Diagnostic::error("E0250", span, "the subgraph does not compile"))
+        })
+    }
+}
+
+/// Prompt texts by name: strings as written, `file(…)` read from disk.
+pub fn prompts(g: &GraphDecl, dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for item in &g.items {
+        let GraphItem::Prompt(p) = item else { continue };
+        let text = match &p.value.kind {
+            ExprKind::Str { lit } => lit.value.clone(),
+            ExprKind::Call { func, args } if func.name == "file" => match args.first().map(|a| &a.kind) {
+                Some(ExprKind::Str { lit }) => std::fs::read_to_string(dir.join(&lit.value)).unwrap_or_default(),
+                _ => String::new(),
+            },
+            _ => String::new(),
+        };
+        out.insert(p.name.name.clone(), text);
+    }
+    out
+}
