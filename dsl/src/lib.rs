@@ -22,3 +22,5 @@ pub mod compile;
 pub mod project;
 
 pub use project::{LoadError, Project};
+pub mod fmt;
+pub mod viz;

@@ -1,0 +1,1 @@
+//! Canonical formatting of `.ag` files (comments preserved).

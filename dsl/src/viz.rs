@@ -1,0 +1,1 @@
+//! Diagrams of compiled graphs: Mermaid and DOT.
