@@ -58,6 +58,16 @@ impl CheckpointId {
         CheckpointId(id)
     }
 
+    /// A new id that also sorts after `parent`, even if the clock stepped back since `parent`
+    /// was made (for example in another process before a crash).
+    pub fn after(parent: Option<CheckpointId>) -> Self {
+        let id = Self::new();
+        match parent {
+            Some(p) if p >= id => CheckpointId(p.0 + 1),
+            _ => id,
+        }
+    }
+
     /// Microseconds since the epoch at creation.
     pub fn timestamp_micros(&self) -> u64 {
         (self.0 >> 64) as u64

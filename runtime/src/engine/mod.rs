@@ -167,7 +167,7 @@ impl Run {
         input: Option<Value>,
         metadata: Map<String, Value>,
     ) -> Result<(), RunError> {
-        let id = CheckpointId::new();
+        let id = CheckpointId::after(self.parent);
         let exit = self.shared.durability == Durability::Exit;
         if self.cp().is_none() {
             self.parent = Some(id);
