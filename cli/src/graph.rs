@@ -1,0 +1,132 @@
+//! Loading graph files (with diagnostics) and the file commands: check, fmt, viz.
+
+use crate::exit;
+use agentgraph_dsl::{Diagnostic, Project, Registry};
+use agentgraph_runtime::{CompiledGraph, SledCheckpointer};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Global options.
+pub struct Ctx {
+    /// The sled folder.
+    pub db: PathBuf,
+    /// JSON output.
+    pub json: bool,
+}
+
+/// The registry of names graphs may use in this build.
+pub fn registry() -> Registry {
+    Registry::default()
+}
+
+fn width() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(100)
+}
+
+/// Prints diagnostics: rendered for people (colour on a terminal), JSON lines with `json`.
+pub fn print_diagnostics(project: &Project, diags: &[Diagnostic], json: bool) {
+    if json {
+        let all: Vec<serde_json::Value> = diags.iter().map(|d| project.to_json(d)).collect();
+        println!("{}", serde_json::Value::Array(all));
+        return;
+    }
+    let color = std::io::stderr().is_terminal();
+    for d in diags {
+        eprint!("{}", project.render(d, color, width()));
+    }
+    let errors = diags.iter().filter(|d| d.is_error()).count();
+    let warnings = diags.len() - errors;
+    if !diags.is_empty() {
+        eprintln!("{errors} error(s), {warnings} warning(s)");
+    }
+}
+
+/// Loads, checks and compiles a graph; on failure prints why and returns the exit code.
+pub fn load(path: &Path, json: bool) -> Result<CompiledGraph, u8> {
+    let project = Project::load(path).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::USAGE
+    })?;
+    let reg = registry();
+    match project.compile(&reg) {
+        Ok(g) => {
+            let warnings = project.check(&reg);
+            if !warnings.is_empty() && !json {
+                print_diagnostics(&project, &warnings, false);
+            }
+            Ok(g)
+        }
+        Err(diags) => {
+            // In JSON mode stdout is for results: diagnostics go to stderr as JSON.
+            if json {
+                let all: Vec<serde_json::Value> =
+                    diags.iter().map(|d| project.to_json(d)).collect();
+                eprintln!("{}", serde_json::Value::Array(all));
+            } else {
+                print_diagnostics(&project, &diags, false);
+            }
+            Err(exit::USAGE)
+        }
+    }
+}
+
+/// Opens the sled store.
+pub fn store(ctx: &Ctx) -> Result<Arc<SledCheckpointer>, u8> {
+    SledCheckpointer::open(&ctx.db).map(Arc::new).map_err(|e| {
+        eprintln!("error: {e}");
+        exit::FAILED
+    })
+}
+
+/// A graph with the store attached.
+pub fn load_with_store(ctx: &Ctx, path: &Path) -> Result<CompiledGraph, u8> {
+    let g = load(path, ctx.json)?;
+    Ok(g.with_checkpointer(store(ctx)?))
+}
+
+/// `agentgraph check`.
+pub fn check(ctx: &Ctx, path: &Path) -> u8 {
+    let project = match Project::load(path) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let diags = project.check(&registry());
+    print_diagnostics(&project, &diags, ctx.json);
+    if diags.iter().any(Diagnostic::is_error) {
+        exit::USAGE
+    } else {
+        if !ctx.json {
+            eprintln!("{}: ok", path.display());
+        }
+        exit::DONE
+    }
+}
+
+/// `agentgraph fmt`.
+pub fn fmt(path: &Path, check_only: bool) -> u8 {
+    let _ = (path, check_only);
+    eprintln!("error: fmt is not wired yet");
+    exit::USAGE
+}
+
+/// `agentgraph viz`.
+pub fn viz(path: &Path, format: &str) -> u8 {
+    let _ = (path, format);
+    eprintln!("error: viz is not wired yet");
+    exit::USAGE
+}
+
+/// Parses a JSON argument, or explains what is wrong.
+pub fn json_arg(what: &str, text: &str) -> Result<serde_json::Value, u8> {
+    serde_json::from_str(text).map_err(|e| {
+        eprintln!("error: {what} is not valid JSON: {e}\n  got: {text}");
+        exit::USAGE
+    })
+}

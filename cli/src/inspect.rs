@@ -1,0 +1,174 @@
+//! state, history, update, threads, prune.
+
+use crate::exit;
+use crate::graph::{json_arg, load_with_store, store, Ctx};
+use agentgraph_runtime::{CheckpointId, Checkpointer, ListQuery};
+use serde_json::json;
+use std::path::Path;
+
+fn parse_id(text: &str) -> Result<CheckpointId, u8> {
+    text.parse().map_err(|e| {
+        eprintln!("error: {e} (see `agentgraph history`)");
+        exit::USAGE
+    })
+}
+
+/// `agentgraph state`.
+pub async fn state(ctx: &Ctx, path: &Path, thread: &str, checkpoint: Option<String>) -> u8 {
+    let id = match checkpoint.as_deref().map(parse_id).transpose() {
+        Ok(id) => id,
+        Err(c) => return c,
+    };
+    let graph = match load_with_store(ctx, path) {
+        Ok(g) => g,
+        Err(c) => return c,
+    };
+    match graph.get_state(thread, id).await {
+        Ok(Some(s)) => {
+            let v = json!({"values": s.values, "next": s.next, "checkpoint_id": s.checkpoint_id,
+                "step": s.step, "interrupts": s.interrupts});
+            if ctx.json {
+                println!("{v}");
+            } else {
+                println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+            }
+            exit::DONE
+        }
+        Ok(None) => {
+            eprintln!("error: thread {thread:?} has no checkpoint (list threads with `agentgraph threads`)");
+            exit::FAILED
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `agentgraph history`.
+pub async fn history(ctx: &Ctx, path: &Path, thread: &str, limit: Option<usize>) -> u8 {
+    let graph = match load_with_store(ctx, path) {
+        Ok(g) => g,
+        Err(c) => return c,
+    };
+    let q = ListQuery {
+        limit,
+        ..ListQuery::default()
+    };
+    match graph.history(thread, q).await {
+        Ok(entries) => {
+            for h in entries {
+                if ctx.json {
+                    println!(
+                        "{}",
+                        json!({"checkpoint_id": h.checkpoint_id, "parent_id": h.parent_id, "step": h.step,
+                            "source": h.source, "next": h.next, "writes": h.writes})
+                    );
+                } else {
+                    println!(
+                        "{}  step {:>3}  {:<6}  next={:<20} writes={}",
+                        h.checkpoint_id,
+                        h.step,
+                        h.source.as_str(),
+                        format!("{:?}", h.next),
+                        h.writes
+                    );
+                }
+            }
+            exit::DONE
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `agentgraph update`.
+pub async fn update(
+    ctx: &Ctx,
+    path: &Path,
+    thread: &str,
+    values: &str,
+    as_node: Option<String>,
+) -> u8 {
+    let v = match json_arg("--values", values) {
+        Ok(v) => v,
+        Err(c) => return c,
+    };
+    let graph = match load_with_store(ctx, path) {
+        Ok(g) => g,
+        Err(c) => return c,
+    };
+    match graph
+        .update_state(thread, None, v, as_node.as_deref())
+        .await
+    {
+        Ok(id) => {
+            if ctx.json {
+                println!("{}", json!({"checkpoint_id": id}));
+            } else {
+                println!("{id}");
+            }
+            exit::DONE
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::USAGE
+        }
+    }
+}
+
+/// `agentgraph threads`.
+pub async fn threads(ctx: &Ctx) -> u8 {
+    let cp = match store(ctx) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    match cp.list_threads().await {
+        Ok(ts) => {
+            for t in ts {
+                if ctx.json {
+                    println!("{}", json!({"thread_id": t}));
+                } else {
+                    println!("{t}");
+                }
+            }
+            exit::DONE
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::FAILED
+        }
+    }
+}
+
+/// `agentgraph prune`.
+pub async fn prune(ctx: &Ctx, thread: Option<String>, keep: usize) -> u8 {
+    let cp = match store(ctx) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let result = cp.prune(thread.as_deref(), keep).await;
+    let flushed = cp.flush().await;
+    match (result, flushed) {
+        (Ok(s), Ok(())) => {
+            if ctx.json {
+                println!(
+                    "{}",
+                    json!({"checkpoints": s.checkpoints, "blobs": s.blobs, "writes": s.writes})
+                );
+            } else {
+                println!(
+                    "removed {} checkpoints, {} blobs, {} pending writes",
+                    s.checkpoints, s.blobs, s.writes
+                );
+            }
+            exit::DONE
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("error: {e}");
+            exit::FAILED
+        }
+    }
+}

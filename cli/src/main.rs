@@ -1,0 +1,216 @@
+//! `agentgraph`: run, resume and inspect `.ag` graphs on a sled store, check, format and draw
+//! them. Exit codes: 0 done, 1 run failed, 2 bad usage or a DSL error, 3 stopped at an interrupt.
+
+mod graph;
+mod inspect;
+mod live;
+mod run;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+/// Exit codes of interfaces.md.
+pub mod exit {
+    /// The run finished.
+    pub const DONE: u8 = 0;
+    /// The run failed (the error is printed; the state up to the last checkpoint is kept).
+    pub const FAILED: u8 = 1;
+    /// Bad usage or a DSL error.
+    pub const USAGE: u8 = 2;
+    /// The run stopped at an interrupt and waits for `resume`.
+    pub const INTERRUPTED: u8 = 3;
+}
+
+#[derive(Parser)]
+#[command(
+    name = "agentgraph",
+    version,
+    about = "Run, inspect, check and draw agentgraph .ag graphs"
+)]
+struct Cli {
+    /// The sled folder holding checkpoints.
+    #[arg(long, global = true, default_value = "./.agentgraph")]
+    db: PathBuf,
+    /// Machine-readable JSON output.
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start a run on a thread (a new thread id if none is given).
+    Run {
+        /// The graph file.
+        graph: PathBuf,
+        /// The input, a JSON object.
+        #[arg(long, conflicts_with = "input_file")]
+        input: Option<String>,
+        /// Read the input from a file.
+        #[arg(long)]
+        input_file: Option<PathBuf>,
+        #[command(flatten)]
+        opts: run::RunOpts,
+    },
+    /// Continue an interrupted or crashed thread from its latest checkpoint.
+    Resume {
+        /// The graph file.
+        graph: PathBuf,
+        /// The answer to the pending interrupt (JSON); with several pending, an object
+        /// `{"<interrupt id>": value, ...}` together with --by-id.
+        #[arg(long)]
+        value: Option<String>,
+        /// `--value` is a map from interrupt id to answer.
+        #[arg(long, requires = "value")]
+        by_id: bool,
+        #[command(flatten)]
+        opts: run::RunOpts,
+    },
+    /// Continue from an older checkpoint: history branches there.
+    Fork {
+        /// The graph file.
+        graph: PathBuf,
+        /// The checkpoint to continue from.
+        #[arg(long)]
+        checkpoint: String,
+        /// Values to write first (as the node that wrote that checkpoint).
+        #[arg(long)]
+        values: Option<String>,
+        #[command(flatten)]
+        opts: run::RunOpts,
+    },
+    /// The state at the latest (or a given) checkpoint.
+    State {
+        /// The graph file.
+        graph: PathBuf,
+        /// The thread.
+        #[arg(long)]
+        thread: String,
+        /// A checkpoint id (default: the latest).
+        #[arg(long)]
+        checkpoint: Option<String>,
+    },
+    /// Checkpoints of a thread, newest first.
+    History {
+        /// The graph file.
+        graph: PathBuf,
+        /// The thread.
+        #[arg(long)]
+        thread: String,
+        /// At most this many.
+        #[arg(long)]
+        limit: Option<usize>,
+    },
+    /// Write to the state as if a node had (a new checkpoint, source `update`).
+    Update {
+        /// The graph file.
+        graph: PathBuf,
+        /// The thread.
+        #[arg(long)]
+        thread: String,
+        /// The values, a JSON object.
+        #[arg(long)]
+        values: String,
+        /// The node the update acts as (default: the node that wrote the latest checkpoint).
+        #[arg(long)]
+        as_node: Option<String>,
+    },
+    /// List the threads of the store.
+    Threads,
+    /// Drop all but the newest N checkpoints of a thread (or of every thread).
+    Prune {
+        /// Only this thread.
+        #[arg(long)]
+        thread: Option<String>,
+        /// How many checkpoints to keep per thread and namespace.
+        #[arg(long)]
+        keep: usize,
+    },
+    /// Parse and check a graph; exit 0 when there is no error.
+    Check {
+        /// The graph file.
+        graph: PathBuf,
+    },
+    /// Format a graph file canonically.
+    Fmt {
+        /// The graph file.
+        graph: PathBuf,
+        /// Only report whether the file is formatted (exit 1 if not).
+        #[arg(long)]
+        check: bool,
+    },
+    /// Draw a graph as a diagram.
+    Viz {
+        /// The graph file.
+        graph: PathBuf,
+        /// `mermaid` or `dot`.
+        #[arg(long, default_value = "mermaid")]
+        format: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::FAILED);
+        }
+    };
+    let code = rt.block_on(dispatch(cli));
+    ExitCode::from(code)
+}
+
+async fn dispatch(cli: Cli) -> u8 {
+    let ctx = graph::Ctx {
+        db: cli.db,
+        json: cli.json,
+    };
+    match cli.cmd {
+        Cmd::Run {
+            graph,
+            input,
+            input_file,
+            opts,
+        } => run::run(&ctx, &graph, input, input_file, opts).await,
+        Cmd::Resume {
+            graph,
+            value,
+            by_id,
+            opts,
+        } => run::resume(&ctx, &graph, value, by_id, opts).await,
+        Cmd::Fork {
+            graph,
+            checkpoint,
+            values,
+            opts,
+        } => run::fork(&ctx, &graph, &checkpoint, values, opts).await,
+        Cmd::State {
+            graph,
+            thread,
+            checkpoint,
+        } => inspect::state(&ctx, &graph, &thread, checkpoint).await,
+        Cmd::History {
+            graph,
+            thread,
+            limit,
+        } => inspect::history(&ctx, &graph, &thread, limit).await,
+        Cmd::Update {
+            graph,
+            thread,
+            values,
+            as_node,
+        } => inspect::update(&ctx, &graph, &thread, &values, as_node).await,
+        Cmd::Threads => inspect::threads(&ctx).await,
+        Cmd::Prune { thread, keep } => inspect::prune(&ctx, thread, keep).await,
+        Cmd::Check { graph } => graph::check(&ctx, &graph),
+        Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
+        Cmd::Viz { graph, format } => graph::viz(&graph, &format),
+    }
+}

@@ -1,0 +1,293 @@
+//! run, resume and fork: start or continue a thread, stream its events, print the outcome.
+
+use crate::exit;
+use crate::graph::{json_arg, load_with_store, Ctx};
+use crate::live::LiveView;
+use agentgraph_runtime::{
+    CheckpointId, CompiledGraph, Durability, Input, Mode, Modes, Resume, RunConfig, RunError,
+    RunOutput, RunStatus,
+};
+use clap::Args;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Options shared by run, resume and fork.
+#[derive(Args, Clone)]
+pub struct RunOpts {
+    /// The thread id (run: default a new one; resume and fork: required).
+    #[arg(long)]
+    thread: Option<String>,
+    /// Print stream events as JSON lines: a comma-separated list of values, updates,
+    /// messages, custom, debug.
+    #[arg(long)]
+    stream: Option<String>,
+    /// When checkpoints reach the disk: sync, async or exit.
+    #[arg(long, default_value = "sync")]
+    durability: String,
+    /// Maximum steps of this run.
+    #[arg(long)]
+    recursion_limit: Option<usize>,
+    /// Stop before these nodes (comma-separated; `*` for all).
+    #[arg(long)]
+    interrupt_before: Option<String>,
+    /// Stop after these nodes (comma-separated; `*` for all).
+    #[arg(long)]
+    interrupt_after: Option<String>,
+}
+
+fn config(opts: &RunOpts, thread: String) -> Result<(RunConfig, Option<Modes>), u8> {
+    let durability: Durability = opts.durability.parse().map_err(|e| {
+        eprintln!("error: {e}");
+        exit::USAGE
+    })?;
+    let stream = match &opts.stream {
+        Some(s) => Some(Modes::parse(s).map_err(|e| {
+            eprintln!("error: {e}");
+            exit::USAGE
+        })?),
+        None => None,
+    };
+    let mut c = RunConfig::thread(thread).durability(durability);
+    c.recursion_limit = opts.recursion_limit;
+    let list = |s: &Option<String>| {
+        s.as_ref().map(|v| {
+            v.split(',')
+                .map(|x| x.trim().to_string())
+                .collect::<Vec<_>>()
+        })
+    };
+    c.interrupt_before = list(&opts.interrupt_before);
+    c.interrupt_after = list(&opts.interrupt_after);
+    Ok((c, stream))
+}
+
+fn new_thread_id() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("t-{}", &id[..12])
+}
+
+fn required_thread(opts: &RunOpts, cmd: &str) -> Result<String, u8> {
+    opts.thread.clone().ok_or_else(|| {
+        eprintln!("error: `{cmd}` needs --thread ID (list them with `agentgraph threads`)");
+        exit::USAGE
+    })
+}
+
+/// `agentgraph run`.
+pub async fn run(
+    ctx: &Ctx,
+    path: &Path,
+    input: Option<String>,
+    input_file: Option<PathBuf>,
+    opts: RunOpts,
+) -> u8 {
+    let text = match (input, input_file) {
+        (Some(t), _) => t,
+        (None, Some(f)) => match std::fs::read_to_string(&f) {
+            Ok(t) => t,
+            Err(e) => {
+                eprintln!("error: cannot read {}: {e}", f.display());
+                return exit::USAGE;
+            }
+        },
+        (None, None) => "{}".to_string(),
+    };
+    let input = match json_arg("--input", &text) {
+        Ok(v) => v,
+        Err(c) => return c,
+    };
+    let graph = match load_with_store(ctx, path) {
+        Ok(g) => g,
+        Err(c) => return c,
+    };
+    let thread = opts.thread.clone().unwrap_or_else(new_thread_id);
+    execute(ctx, &graph, path, Input::Values(input), thread, &opts, None).await
+}
+
+/// `agentgraph resume`.
+pub async fn resume(
+    ctx: &Ctx,
+    path: &Path,
+    value: Option<String>,
+    by_id: bool,
+    opts: RunOpts,
+) -> u8 {
+    let thread = match required_thread(&opts, "resume") {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    let input = match value {
+        None => Input::Continue,
+        Some(text) => match json_arg("--value", &text) {
+            Err(c) => return c,
+            Ok(v) if by_id => match serde_json::from_value::<BTreeMap<String, Value>>(v) {
+                Ok(map) => Input::Resume(Resume::ById(map)),
+                Err(_) => {
+                    eprintln!("error: with --by-id, --value must be an object from interrupt id to answer");
+                    return exit::USAGE;
+                }
+            },
+            Ok(v) => Input::Resume(Resume::Value(v)),
+        },
+    };
+    let graph = match load_with_store(ctx, path) {
+        Ok(g) => g,
+        Err(c) => return c,
+    };
+    execute(ctx, &graph, path, input, thread, &opts, None).await
+}
+
+/// `agentgraph fork`.
+pub async fn fork(
+    ctx: &Ctx,
+    path: &Path,
+    checkpoint: &str,
+    values: Option<String>,
+    opts: RunOpts,
+) -> u8 {
+    let thread = match required_thread(&opts, "fork") {
+        Ok(t) => t,
+        Err(c) => return c,
+    };
+    let id: CheckpointId = match checkpoint.parse() {
+        Ok(id) => id,
+        Err(e) => {
+            eprintln!("error: {e} (see `agentgraph history`)");
+            return exit::USAGE;
+        }
+    };
+    let graph = match load_with_store(ctx, path) {
+        Ok(g) => g,
+        Err(c) => return c,
+    };
+    let from = match values {
+        None => id,
+        Some(text) => {
+            let v = match json_arg("--values", &text) {
+                Ok(v) => v,
+                Err(c) => return c,
+            };
+            // The update itself branches from the old checkpoint; the run continues from it.
+            match graph.update_state(&thread, Some(id), v, None).await {
+                Ok(new_id) => new_id,
+                Err(e) => return report_error(&e),
+            }
+        }
+    };
+    execute(
+        ctx,
+        &graph,
+        path,
+        Input::Continue,
+        thread,
+        &opts,
+        Some(from),
+    )
+    .await
+}
+
+fn report_error(e: &RunError) -> u8 {
+    eprintln!("error: {e}");
+    match e {
+        RunError::InvalidInput(_)
+        | RunError::Resume(_)
+        | RunError::NothingToResume(_)
+        | RunError::CheckpointNotFound { .. }
+        | RunError::Update(_) => exit::USAGE,
+        _ => exit::FAILED,
+    }
+}
+
+async fn execute(
+    ctx: &Ctx,
+    graph: &CompiledGraph,
+    path: &Path,
+    input: Input,
+    thread: String,
+    opts: &RunOpts,
+    at: Option<CheckpointId>,
+) -> u8 {
+    let (mut config, stream_modes) = match config(opts, thread.clone()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    config.checkpoint_id = at;
+    let printed = stream_modes.unwrap_or(Modes::NONE);
+    let live = !ctx.json;
+    let mut wanted: Vec<Mode> = Mode::ALL
+        .into_iter()
+        .filter(|m| printed.contains(*m))
+        .collect();
+    if live {
+        wanted.extend([Mode::Debug, Mode::Custom, Mode::Messages]);
+    }
+    config.modes = Modes::of(&wanted);
+    eprintln!("thread: {thread}");
+    let mut view = live.then(LiveView::new);
+    let mut stream = graph.stream(input, config);
+    while let Some(ev) = stream.next().await {
+        if printed.contains(ev.mode()) {
+            println!("{}", serde_json::to_string(&ev).unwrap_or_default());
+        }
+        if let Some(v) = view.as_mut() {
+            v.handle(&ev);
+        }
+    }
+    if let Some(v) = view.as_mut() {
+        v.finish();
+    }
+    match stream.finish().await {
+        Ok(out) => outcome(ctx, &thread, path, &out),
+        Err(e) => report_error(&e),
+    }
+}
+
+fn outcome(ctx: &Ctx, thread: &str, path: &Path, out: &RunOutput) -> u8 {
+    let mut values = out.values.clone();
+    let code = match &out.status {
+        RunStatus::Done => exit::DONE,
+        RunStatus::Interrupted { interrupts, next } => {
+            if let Value::Object(m) = &mut values {
+                m.insert(
+                    "__interrupt__".into(),
+                    serde_json::to_value(interrupts).unwrap_or(Value::Null),
+                );
+            }
+            if !ctx.json {
+                if interrupts.is_empty() {
+                    eprintln!("stopped before {} (a breakpoint)", next.join(", "));
+                } else {
+                    for i in interrupts {
+                        eprintln!("interrupt {} from {}: {}", i.id, i.node, i.value);
+                    }
+                }
+                let hint = if interrupts.len() > 1 {
+                    " --by-id --value '{\"<id>\": …}'"
+                } else if interrupts.is_empty() {
+                    ""
+                } else {
+                    " --value '<json>'"
+                };
+                eprintln!(
+                    "resume with: agentgraph resume {} --thread {thread}{hint}",
+                    path.display()
+                );
+            }
+            exit::INTERRUPTED
+        }
+    };
+    if ctx.json {
+        println!("{}", values);
+    } else {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&values).unwrap_or_default()
+        );
+        eprintln!(
+            "{} steps, {} tasks, {} checkpoints",
+            out.stats.steps, out.stats.tasks, out.stats.checkpoints_written
+        );
+    }
+    code
+}
