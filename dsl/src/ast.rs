@@ -21,7 +21,10 @@ impl Span {
     }
     /// The smallest span covering both.
     pub fn to(self, other: Span) -> Span {
-        Span { start: self.start.min(other.start), end: self.end.max(other.end) }
+        Span {
+            start: self.start.min(other.start),
+            end: self.end.max(other.end),
+        }
     }
 }
 
@@ -176,7 +179,10 @@ pub struct ObjectLit {
 impl ObjectLit {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&Expr> {
-        self.entries.iter().find(|(k, _)| k.name == key).map(|(_, v)| v)
+        self.entries
+            .iter()
+            .find(|(k, _)| k.name == key)
+            .map(|(_, v)| v)
     }
 }
 

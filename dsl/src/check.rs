@@ -49,28 +49,45 @@ pub fn kind_name(n: &NodeDecl) -> Option<String> {
 
 /// The runtime type of a type expression, or a diagnostic.
 pub fn value_type(t: &TypeExpr) -> Result<ValueType, Diagnostic> {
-    const NAMES: [&str; 8] = ["string", "int", "float", "bool", "json", "messages", "list", "map"];
+    const NAMES: [&str; 8] = [
+        "string", "int", "float", "bool", "json", "messages", "list", "map",
+    ];
     let base = match (t.name.name.as_str(), &t.arg) {
         ("list", Some(a)) => ValueType::List(Box::new(value_type(a)?)),
         ("map", Some(a)) => ValueType::Map(Box::new(value_type(a)?)),
         ("list" | "map", None) => {
-            return Err(Diagnostic::error("E0202", t.span, format!("`{}` needs an item type", t.name.name))
-                .label("missing `<T>`")
-                .help(format!("write `{}<string>` (or `{}<json>` for anything)", t.name.name, t.name.name)))
+            return Err(Diagnostic::error(
+                "E0202",
+                t.span,
+                format!("`{}` needs an item type", t.name.name),
+            )
+            .label("missing `<T>`")
+            .help(format!(
+                "write `{}<string>` (or `{}<json>` for anything)",
+                t.name.name, t.name.name
+            )))
         }
         (n, Some(_)) => {
-            return Err(Diagnostic::error("E0202", t.name.span, format!("`{n}` takes no type argument"))
-                .label("not a generic type")
-                .help("only `list<T>` and `map<T>` take a type argument"))
+            return Err(Diagnostic::error(
+                "E0202",
+                t.name.span,
+                format!("`{n}` takes no type argument"),
+            )
+            .label("not a generic type")
+            .help("only `list<T>` and `map<T>` take a type argument"))
         }
         (n, None) => match n.parse::<ValueType>() {
             Ok(v) => v,
             Err(_) => {
                 let hint = match n {
                     "str" | "text" => Some("did you mean `string`?".to_string()),
-                    "integer" | "number" | "i64" => Some("did you mean `int` (or `float`)?".to_string()),
+                    "integer" | "number" | "i64" => {
+                        Some("did you mean `int` (or `float`)?".to_string())
+                    }
                     "boolean" => Some("did you mean `bool`?".to_string()),
-                    "object" | "dict" | "any" => Some("use `json` for any value, or `map<T>`".to_string()),
+                    "object" | "dict" | "any" => {
+                        Some("use `json` for any value, or `map<T>`".to_string())
+                    }
                     "array" | "vec" => Some("use `list<T>`".to_string()),
                     _ => did_you_mean(n, NAMES).map(|s| format!("did you mean `{s}`?")),
                 };
@@ -80,13 +97,22 @@ pub fn value_type(t: &TypeExpr) -> Result<ValueType, Diagnostic> {
             }
         },
     };
-    Ok(if t.optional { ValueType::Optional(Box::new(base)) } else { base })
+    Ok(if t.optional {
+        ValueType::Optional(Box::new(base))
+    } else {
+        base
+    })
 }
 
 const KNOWN_WORDS: [&str; 2] = ["START", "END"];
 
 /// Checks one graph; returns its symbols for the compiler.
-pub fn check_graph<'a>(g: &'a GraphDecl, uses: &[UseDecl], reg: &Registry, out: &mut Vec<Diagnostic>) -> Symbols<'a> {
+pub fn check_graph<'a>(
+    g: &'a GraphDecl,
+    uses: &[UseDecl],
+    reg: &Registry,
+    out: &mut Vec<Diagnostic>,
+) -> Symbols<'a> {
     let mut s = Symbols {
         channels: BTreeMap::new(),
         nodes: BTreeMap::new(),
@@ -100,10 +126,14 @@ pub fn check_graph<'a>(g: &'a GraphDecl, uses: &[UseDecl], reg: &Registry, out: 
         let key = format!("{kind}:{}", id.name);
         if let Some(prev) = first_def.get(&key) {
             out.push(
-                Diagnostic::error("E0201", id.span, format!("{kind} `{}` is defined twice", id.name))
-                    .label("second definition")
-                    .with_label(*prev, "first defined here")
-                    .help(format!("rename one of them or remove the duplicate {kind}")),
+                Diagnostic::error(
+                    "E0201",
+                    id.span,
+                    format!("{kind} `{}` is defined twice", id.name),
+                )
+                .label("second definition")
+                .with_label(*prev, "first defined here")
+                .help(format!("rename one of them or remove the duplicate {kind}")),
             );
             return false;
         }
@@ -129,9 +159,17 @@ pub fn check_graph<'a>(g: &'a GraphDecl, uses: &[UseDecl], reg: &Registry, out: 
                         Some(r) => {
                             if reg.reducers.get(&r.name).is_none() {
                                 out.push(
-                                    Diagnostic::error("E0203", r.span, format!("unknown reducer `{}`", r.name))
-                                        .label("not a registered reducer")
-                                        .help(suggestion("reducers", &r.name, reg.reducers.names().collect::<Vec<_>>())),
+                                    Diagnostic::error(
+                                        "E0203",
+                                        r.span,
+                                        format!("unknown reducer `{}`", r.name),
+                                    )
+                                    .label("not a registered reducer")
+                                    .help(suggestion(
+                                        "reducers",
+                                        &r.name,
+                                        reg.reducers.names().collect::<Vec<_>>(),
+                                    )),
                                 );
                             }
                             r.name.clone()
@@ -144,19 +182,37 @@ pub fn check_graph<'a>(g: &'a GraphDecl, uses: &[UseDecl], reg: &Registry, out: 
                         if let Ok(v) = crate::eval::eval(d, &crate::eval::Scope::empty()) {
                             if let Err(m) = ty.check(&v) {
                                 out.push(
-                                    Diagnostic::error("E0204", d.span, format!("the default of `{}` is not a {ty}", f.name.name))
-                                        .label(format!("{m}"))
-                                        .with_label(f.ty.span, "declared type"),
+                                    Diagnostic::error(
+                                        "E0204",
+                                        d.span,
+                                        format!("the default of `{}` is not a {ty}", f.name.name),
+                                    )
+                                    .label(format!("{m}"))
+                                    .with_label(f.ty.span, "declared type"),
                                 );
                             }
                         }
                     }
-                    s.channels.insert(f.name.name.clone(), ChannelInfo { field: f, ty, reducer });
+                    s.channels.insert(
+                        f.name.name.clone(),
+                        ChannelInfo {
+                            field: f,
+                            ty,
+                            reducer,
+                        },
+                    );
                 }
             }
             GraphItem::Node(n) => {
                 if KNOWN_WORDS.contains(&n.name.name.as_str()) || n.name.name.starts_with("__") {
-                    out.push(Diagnostic::error("E0201", n.name.span, format!("`{}` is reserved", n.name.name)).label("reserved name"));
+                    out.push(
+                        Diagnostic::error(
+                            "E0201",
+                            n.name.span,
+                            format!("`{}` is reserved", n.name.name),
+                        )
+                        .label("reserved name"),
+                    );
                 } else if define("node", &n.name, out) {
                     s.nodes.insert(n.name.name.clone(), n);
                 }
@@ -204,7 +260,12 @@ pub fn check_graph<'a>(g: &'a GraphDecl, uses: &[UseDecl], reg: &Registry, out: 
             }
         }
     }
-    let mut c = Checker { s: &s, reg, uses, out };
+    let mut c = Checker {
+        s: &s,
+        reg,
+        uses,
+        out,
+    };
     c.items(g);
     c.graph_shape(g);
     s
@@ -215,9 +276,13 @@ fn check_const(e: &Expr, out: &mut Vec<Diagnostic>) {
     collect_names(e, &mut names);
     for n in names {
         out.push(
-            Diagnostic::error("E0204", n.span, format!("a default must be a constant; `{}` is a name", n.name))
-                .label("not a constant")
-                .help("defaults are literals: numbers, strings, true/false/null, lists and objects"),
+            Diagnostic::error(
+                "E0204",
+                n.span,
+                format!("a default must be a constant; `{}` is a name", n.name),
+            )
+            .label("not a constant")
+            .help("defaults are literals: numbers, strings, true/false/null, lists and objects"),
         );
     }
 }
@@ -232,7 +297,10 @@ fn collect_names<'e>(e: &'e Expr, out: &mut Vec<&'e Ident>) {
         }
         ExprKind::Call { args, .. } => args.iter().for_each(|a| collect_names(a, out)),
         ExprKind::List { items } => items.iter().for_each(|a| collect_names(a, out)),
-        ExprKind::Object { object } => object.entries.iter().for_each(|(_, v)| collect_names(v, out)),
+        ExprKind::Object { object } => object
+            .entries
+            .iter()
+            .for_each(|(_, v)| collect_names(v, out)),
         ExprKind::Unary { operand, .. } => collect_names(operand, out),
         ExprKind::Binary { lhs, rhs, .. } => {
             collect_names(lhs, out);
@@ -302,17 +370,26 @@ impl Checker<'_, '_> {
                             let help = if self.reg.tools.is_empty() {
                                 "no tools are registered in this build; tools come from std-tools or the embedding app".to_string()
                             } else {
-                                suggestion("tools", &tr.name.name, self.reg.tools.keys().map(String::as_str))
+                                suggestion(
+                                    "tools",
+                                    &tr.name.name,
+                                    self.reg.tools.keys().map(String::as_str),
+                                )
                             };
                             self.out.push(
-                                Diagnostic::error("E0240", tr.name.span, format!("tool `{}` is not registered", tr.name.name))
-                                    .label("unknown tool")
-                                    .help(help),
+                                Diagnostic::error(
+                                    "E0240",
+                                    tr.name.span,
+                                    format!("tool `{}` is not registered", tr.name.name),
+                                )
+                                .label("unknown tool")
+                                .help(help),
                             );
                         }
                         if let Some(o) = &tr.options {
+                            // Tool options may name models and prompts (`{ model: main }`).
                             for (_, v) in &o.entries {
-                                self.expr(v, &[], false);
+                                self.entry_value(v, &[]);
                             }
                         }
                     }
@@ -328,13 +405,26 @@ impl Checker<'_, '_> {
                     for (k, v) in &o.entries {
                         if !CONFIG_KEYS.contains(&k.name.as_str()) {
                             self.out.push(
-                                Diagnostic::error("E0260", k.span, format!("unknown config key `{}`", k.name))
-                                    .label("not a config key")
-                                    .help(suggestion("config keys", &k.name, CONFIG_KEYS.iter().copied())),
+                                Diagnostic::error(
+                                    "E0260",
+                                    k.span,
+                                    format!("unknown config key `{}`", k.name),
+                                )
+                                .label("not a config key")
+                                .help(suggestion(
+                                    "config keys",
+                                    &k.name,
+                                    CONFIG_KEYS.iter().copied(),
+                                )),
                             );
                         } else if !matches!(v.kind, ExprKind::Int { value } if value > 0) {
                             self.out.push(
-                                Diagnostic::error("E0260", v.span, "recursion_limit must be a positive integer").label("not a positive integer"),
+                                Diagnostic::error(
+                                    "E0260",
+                                    v.span,
+                                    "recursion_limit must be a positive integer",
+                                )
+                                .label("not a positive integer"),
                             );
                         }
                     }
@@ -346,22 +436,35 @@ impl Checker<'_, '_> {
 
     fn model(&mut self, m: &ModelDecl) {
         const PROVIDERS: [&str; 3] = ["anthropic", "openai", "scripted"];
-        let known = PROVIDERS.contains(&m.provider.name.as_str()) || self.reg.providers.contains(&m.provider.name);
+        let known = PROVIDERS.contains(&m.provider.name.as_str())
+            || self.reg.providers.contains(&m.provider.name);
         if !known {
-            let all: Vec<&str> = PROVIDERS.iter().copied().chain(self.reg.providers.iter().map(String::as_str)).collect();
+            let all: Vec<&str> = PROVIDERS
+                .iter()
+                .copied()
+                .chain(self.reg.providers.iter().map(String::as_str))
+                .collect();
             self.out.push(
-                Diagnostic::error("E0241", m.provider.span, format!("unknown model provider `{}`", m.provider.name))
-                    .label("not a provider")
-                    .help(suggestion("providers", &m.provider.name, all)),
+                Diagnostic::error(
+                    "E0241",
+                    m.provider.span,
+                    format!("unknown model provider `{}`", m.provider.name),
+                )
+                .label("not a provider")
+                .help(suggestion("providers", &m.provider.name, all)),
             );
         }
         for (k, v) in &m.options.entries {
-            let secret = k.name.contains("key") || k.name.contains("token") || k.name.contains("secret");
+            let secret =
+                k.name.contains("key") || k.name.contains("token") || k.name.contains("secret");
             if secret && matches!(v.kind, ExprKind::Str { .. }) {
                 self.out.push(
                     Diagnostic::error("E0242", v.span, format!("`{}` is a literal secret", k.name))
                         .label("never put keys in a graph file")
-                        .help(format!("read it from the environment: `{}: env(\"ANTHROPIC_API_KEY\")`", k.name)),
+                        .help(format!(
+                            "read it from the environment: `{}: env(\"ANTHROPIC_API_KEY\")`",
+                            k.name
+                        )),
                 );
             }
             self.expr(v, &[], false);
@@ -371,19 +474,32 @@ impl Checker<'_, '_> {
     fn unknown_channel(&mut self, n: &Ident) {
         let names: Vec<&str> = self.s.channels.keys().map(String::as_str).collect();
         self.out.push(
-            Diagnostic::error("E0205", n.span, format!("channel `{}` is not declared", n.name))
-                .label("unknown channel")
-                .help(suggestion("channels", &n.name, names)),
+            Diagnostic::error(
+                "E0205",
+                n.span,
+                format!("channel `{}` is not declared", n.name),
+            )
+            .label("unknown channel")
+            .help(suggestion("channels", &n.name, names)),
         );
     }
 
     fn node(&mut self, n: &NodeDecl) {
-        let locals: Vec<String> = self.s.payload_keys.get(&n.name.name).map(|k| k.iter().cloned().collect()).unwrap_or_default();
+        let locals: Vec<String> = self
+            .s
+            .payload_keys
+            .get(&n.name.name)
+            .map(|k| k.iter().cloned().collect())
+            .unwrap_or_default();
         let Some(kind) = kind_name(n) else {
             self.out.push(
-                Diagnostic::error("E0210", n.name.span, format!("node `{}` has no kind", n.name.name))
-                    .label("what does this node do?")
-                    .help("give it a kind (`node name: llm { … }`) or a `set { … }` block"),
+                Diagnostic::error(
+                    "E0210",
+                    n.name.span,
+                    format!("node `{}` has no kind", n.name.name),
+                )
+                .label("what does this node do?")
+                .help("give it a kind (`node name: llm { … }`) or a `set { … }` block"),
             );
             return;
         };
@@ -391,19 +507,27 @@ impl Checker<'_, '_> {
             (Some(NodeKind::Subgraph(r)), _) => {
                 if let SubgraphRef::Alias(a) = r {
                     if !self.uses.iter().any(|u| u.alias.name == a.name) {
-                        let aliases: Vec<&str> = self.uses.iter().map(|u| u.alias.name.as_str()).collect();
+                        let aliases: Vec<&str> =
+                            self.uses.iter().map(|u| u.alias.name.as_str()).collect();
                         self.out.push(
-                            Diagnostic::error("E0250", a.span, format!("`{}` is not an imported graph", a.name))
-                                .label("unknown subgraph")
-                                .help(if aliases.is_empty() {
-                                    format!("import it first: `use \"{}.ag\" as {}`", a.name, a.name)
-                                } else {
-                                    suggestion("imports", &a.name, aliases)
-                                }),
+                            Diagnostic::error(
+                                "E0250",
+                                a.span,
+                                format!("`{}` is not an imported graph", a.name),
+                            )
+                            .label("unknown subgraph")
+                            .help(if aliases.is_empty() {
+                                format!("import it first: `use \"{}.ag\" as {}`", a.name, a.name)
+                            } else {
+                                suggestion("imports", &a.name, aliases)
+                            }),
                         );
                     }
                 }
-                vec![crate::registry::EntrySpec::block("in"), crate::registry::EntrySpec::block("out")]
+                vec![
+                    crate::registry::EntrySpec::block("in"),
+                    crate::registry::EntrySpec::block("out"),
+                ]
             }
             (_, k) => match self.reg.kinds.get(k) {
                 Some(e) => e.entries.clone(),
@@ -433,9 +557,17 @@ impl Checker<'_, '_> {
             let key = e.key();
             if !allowed.contains(&key.name.as_str()) {
                 self.out.push(
-                    Diagnostic::error("E0211", key.span, format!("`{}` is not an entry of a `{kind}` node", key.name))
-                        .label("unknown entry")
-                        .help(suggestion("entries", &key.name, allowed.iter().copied())),
+                    Diagnostic::error(
+                        "E0211",
+                        key.span,
+                        format!("`{}` is not an entry of a `{kind}` node", key.name),
+                    )
+                    .label("unknown entry")
+                    .help(suggestion(
+                        "entries",
+                        &key.name,
+                        allowed.iter().copied(),
+                    )),
                 );
                 continue;
             }
@@ -449,22 +581,41 @@ impl Checker<'_, '_> {
                                     None => self.unknown_channel(key),
                                     Some(t) => {
                                         let ty = self.expr_ty(value, &locals);
-                                        let reducer = self.s.channels.get(&key.name).map(|c| c.reducer.as_str()).unwrap_or("replace");
+                                        let reducer = self
+                                            .s
+                                            .channels
+                                            .get(&key.name)
+                                            .map(|c| c.reducer.as_str())
+                                            .unwrap_or("replace");
                                         let ok = ty.fits(&t)
                                             || (reducer != "replace" && item_fits(&ty, &t));
                                         if !ok {
                                             self.out.push(
-                                                Diagnostic::error("E0232", value.span, format!("`{}` is a {t}, this is a {ty}", key.name))
-                                                    .label(format!("{ty}"))
-                                                    .with_label(self.s.channels[&key.name].field.ty.span, "declared here"),
+                                                Diagnostic::error(
+                                                    "E0232",
+                                                    value.span,
+                                                    format!(
+                                                        "`{}` is a {t}, this is a {ty}",
+                                                        key.name
+                                                    ),
+                                                )
+                                                .label(format!("{ty}"))
+                                                .with_label(
+                                                    self.s.channels[&key.name].field.ty.span,
+                                                    "declared here",
+                                                ),
                                             );
                                         }
                                     }
                                 }
                             }
                             Entry::Block { key, .. } => self.out.push(
-                                Diagnostic::error("E0211", key.span, "a `set` block holds `channel: expression` entries")
-                                    .label("nested block"),
+                                Diagnostic::error(
+                                    "E0211",
+                                    key.span,
+                                    "a `set` block holds `channel: expression` entries",
+                                )
+                                .label("nested block"),
                             ),
                         }
                     }
@@ -474,9 +625,17 @@ impl Checker<'_, '_> {
                         let k = re.key();
                         if !RETRY_KEYS.contains(&k.name.as_str()) {
                             self.out.push(
-                                Diagnostic::error("E0270", k.span, format!("`{}` is not a retry option", k.name))
-                                    .label("unknown option")
-                                    .help(suggestion("options", &k.name, RETRY_KEYS.iter().copied())),
+                                Diagnostic::error(
+                                    "E0270",
+                                    k.span,
+                                    format!("`{}` is not a retry option", k.name),
+                                )
+                                .label("unknown option")
+                                .help(suggestion(
+                                    "options",
+                                    &k.name,
+                                    RETRY_KEYS.iter().copied(),
+                                )),
                             );
                         }
                     }
@@ -493,7 +652,10 @@ impl Checker<'_, '_> {
                 ("write", Entry::Value { value, .. }) => match &value.kind {
                     ExprKind::Name { name } if self.s.channels.contains_key(&name.name) => {}
                     ExprKind::Name { name } => self.unknown_channel(name),
-                    _ => self.out.push(Diagnostic::error("E0211", value.span, "`write` names a channel").label("not a channel name")),
+                    _ => self.out.push(
+                        Diagnostic::error("E0211", value.span, "`write` names a channel")
+                            .label("not a channel name"),
+                    ),
                 },
                 ("in", Entry::Block { entries, .. }) => {
                     for ie in entries {
@@ -522,9 +684,17 @@ impl Checker<'_, '_> {
         for req in spec.iter().filter(|e| e.required) {
             if !n.body.iter().any(|e| e.key().name == req.name) {
                 self.out.push(
-                    Diagnostic::error("E0212", n.name.span, format!("a `{kind}` node needs `{}`", req.name))
-                        .label(format!("missing `{}`", req.name))
-                        .help(if req.block { format!("add `{} {{ … }}`", req.name) } else { format!("add `{}: …`", req.name) }),
+                    Diagnostic::error(
+                        "E0212",
+                        n.name.span,
+                        format!("a `{kind}` node needs `{}`", req.name),
+                    )
+                    .label(format!("missing `{}`", req.name))
+                    .help(if req.block {
+                        format!("add `{} {{ … }}`", req.name)
+                    } else {
+                        format!("add `{}: …`", req.name)
+                    }),
                 );
             }
         }
@@ -543,9 +713,13 @@ impl Checker<'_, '_> {
         let ty = self.expr_ty(e, locals);
         if want_bool && !matches!(ty.base(), Ty::Bool | Ty::Any) {
             self.out.push(
-                Diagnostic::error("E0232", e.span, format!("a condition must be a bool, this is a {ty}"))
-                    .label(format!("{ty}"))
-                    .help("compare it (`len(items) > 0`, `status == \"done\"`) to get a bool"),
+                Diagnostic::error(
+                    "E0232",
+                    e.span,
+                    format!("a condition must be a bool, this is a {ty}"),
+                )
+                .label(format!("{ty}"))
+                .help("compare it (`len(items) > 0`, `status == \"done\"`) to get a bool"),
             );
         }
     }
@@ -576,9 +750,13 @@ impl Checker<'_, '_> {
                     help = "literals are lower-case: `true`, `false`, `null`".into();
                 }
                 self.out.push(
-                    Diagnostic::error("E0230", name.span, format!("`{}` is not a channel or variable", name.name))
-                        .label("unknown name")
-                        .help(help),
+                    Diagnostic::error(
+                        "E0230",
+                        name.span,
+                        format!("`{}` is not a channel or variable", name.name),
+                    )
+                    .label("unknown name")
+                    .help(help),
                 );
                 Ty::Any
             }
@@ -601,11 +779,23 @@ impl Checker<'_, '_> {
                 match crate::functions::spec(&func.name) {
                     Some(s) => {
                         if args.len() < s.min || args.len() > s.max {
-                            let want = if s.min == s.max { format!("{}", s.min) } else { format!("{} to {}", s.min, s.max) };
+                            let want = if s.min == s.max {
+                                format!("{}", s.min)
+                            } else {
+                                format!("{} to {}", s.min, s.max)
+                            };
                             self.out.push(
-                                Diagnostic::error("E0231", func.span, format!("`{}` takes {want} argument(s), got {}", func.name, args.len()))
-                                    .label("wrong number of arguments")
-                                    .help(format!("{}: {}", s.name, s.doc)),
+                                Diagnostic::error(
+                                    "E0231",
+                                    func.span,
+                                    format!(
+                                        "`{}` takes {want} argument(s), got {}",
+                                        func.name,
+                                        args.len()
+                                    ),
+                                )
+                                .label("wrong number of arguments")
+                                .help(format!("{}: {}", s.name, s.doc)),
                             );
                         }
                         (s.returns)(&arg_tys)
@@ -613,9 +803,17 @@ impl Checker<'_, '_> {
                     None => {
                         let names = crate::functions::FUNCTIONS.iter().map(|f| f.name);
                         self.out.push(
-                            Diagnostic::error("E0231", func.span, format!("unknown function `{}`", func.name))
-                                .label("not a function")
-                                .help(suggestion("functions", &func.name, names)),
+                            Diagnostic::error(
+                                "E0231",
+                                func.span,
+                                format!("unknown function `{}`", func.name),
+                            )
+                            .label("not a function")
+                            .help(suggestion(
+                                "functions",
+                                &func.name,
+                                names,
+                            )),
                         );
                         Ty::Any
                     }
@@ -624,7 +822,11 @@ impl Checker<'_, '_> {
             ExprKind::List { items } => {
                 let tys: Vec<Ty> = items.iter().map(|i| self.expr_ty(i, locals)).collect();
                 let first = tys.first().cloned().unwrap_or(Ty::Any);
-                Ty::List(Box::new(if tys.iter().all(|t| *t == first) { first } else { Ty::Any }))
+                Ty::List(Box::new(if tys.iter().all(|t| *t == first) {
+                    first
+                } else {
+                    Ty::Any
+                }))
             }
             ExprKind::Object { object } => {
                 for (_, v) in &object.entries {
@@ -653,9 +855,14 @@ impl Checker<'_, '_> {
                     BinOp::And | BinOp::Or => Ty::Bool,
                     BinOp::Eq | BinOp::Ne => Ty::Bool,
                     BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
-                        let ok = any || (l.is_number() && r.is_number()) || (lb == Ty::String && rb == Ty::String);
+                        let ok = any
+                            || (l.is_number() && r.is_number())
+                            || (lb == Ty::String && rb == Ty::String);
                         if !ok {
-                            self.type_error(e.span, format!("cannot compare a {l} with a {r} using `{}`", op.symbol()));
+                            self.type_error(
+                                e.span,
+                                format!("cannot compare a {l} with a {r} using `{}`", op.symbol()),
+                            );
                         }
                         Ty::Bool
                     }
@@ -679,14 +886,20 @@ impl Checker<'_, '_> {
                                 } else {
                                     ""
                                 };
-                                self.type_error(e.span, format!("cannot add a {l} and a {r}{hint}"));
+                                self.type_error(
+                                    e.span,
+                                    format!("cannot add a {l} and a {r}{hint}"),
+                                );
                                 Ty::Any
                             }
                         }
                     }
                     BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
                         if !any && !(l.is_number() && r.is_number()) {
-                            self.type_error(e.span, format!("`{}` needs numbers, got a {l} and a {r}", op.symbol()));
+                            self.type_error(
+                                e.span,
+                                format!("`{}` needs numbers, got a {l} and a {r}", op.symbol()),
+                            );
                             return Ty::Any;
                         }
                         if lb == Ty::Int && rb == Ty::Int && *op != BinOp::Div {
@@ -703,24 +916,37 @@ impl Checker<'_, '_> {
     }
 
     fn type_error(&mut self, span: Span, message: String) {
-        self.out.push(Diagnostic::error("E0232", span, message).label("type error"));
+        self.out
+            .push(Diagnostic::error("E0232", span, message).label("type error"));
     }
 
     fn template(&mut self, lit: &StrLit, locals: &[String]) {
         match crate::template::holes(&lit.value, lit.span) {
             Err((span, m)) => self.out.push(
-                Diagnostic::error("E0233", span, m).label("bad template").help("templates look like `{{ expr }}` or `{{ expr | filter }}`"),
+                Diagnostic::error("E0233", span, m)
+                    .label("bad template")
+                    .help("templates look like `{{ expr }}` or `{{ expr | filter }}`"),
             ),
             Ok(holes) => {
                 for (mut e, filters) in holes {
                     relocate(&mut e, lit.span);
                     let _ = self.expr_ty(&e, locals);
                     for f in filters {
-                        if !crate::template::FILTERS.contains(&f.as_str()) && !self.reg.kinds.contains_key(&f) {
+                        if !crate::template::FILTERS.contains(&f.as_str())
+                            && !self.reg.kinds.contains_key(&f)
+                        {
                             self.out.push(
-                                Diagnostic::error("E0233", lit.span, format!("unknown filter `{f}`"))
-                                    .label("in this template")
-                                    .help(suggestion("filters", &f, crate::template::FILTERS.iter().copied())),
+                                Diagnostic::error(
+                                    "E0233",
+                                    lit.span,
+                                    format!("unknown filter `{f}`"),
+                                )
+                                .label("in this template")
+                                .help(suggestion(
+                                    "filters",
+                                    &f,
+                                    crate::template::FILTERS.iter().copied(),
+                                )),
                             );
                         }
                     }
@@ -736,7 +962,10 @@ impl Checker<'_, '_> {
                 for n in &l.names {
                     self.node_ref(n, false);
                     if n.name == "END" {
-                        self.out.push(Diagnostic::error("E0221", n.span, "END cannot be waited on").label("not a source"));
+                        self.out.push(
+                            Diagnostic::error("E0221", n.span, "END cannot be waited on")
+                                .label("not a source"),
+                        );
                     }
                 }
             }
@@ -747,15 +976,22 @@ impl Checker<'_, '_> {
                 Target::Node(n) => {
                     self.node_ref(n, false);
                     if n.name == "END" && i < last {
-                        self.out.push(Diagnostic::error("E0221", n.span, "nothing can follow END").label("END ends the chain"));
+                        self.out.push(
+                            Diagnostic::error("E0221", n.span, "nothing can follow END")
+                                .label("END ends the chain"),
+                        );
                     }
                 }
                 Target::Route(r) => {
                     if i < last {
                         self.out.push(
-                            Diagnostic::error("E0224", r.span, "a route must be the last hop of an edge")
-                                .label("something follows this route")
-                                .help("route targets go inside the route; start a new edge from them"),
+                            Diagnostic::error(
+                                "E0224",
+                                r.span,
+                                "a route must be the last hop of an edge",
+                            )
+                            .label("something follows this route")
+                            .help("route targets go inside the route; start a new edge from them"),
                         );
                     }
                     self.route(r);
@@ -763,9 +999,16 @@ impl Checker<'_, '_> {
                 Target::Send(s) => {
                     if i < last {
                         self.out.push(
-                            Diagnostic::error("E0224", s.span, "a `send` must be the last hop of an edge")
-                                .label("something follows this send")
-                                .help(format!("add the edge from the send's node separately: `{} -> …`", s.node.name)),
+                            Diagnostic::error(
+                                "E0224",
+                                s.span,
+                                "a `send` must be the last hop of an edge",
+                            )
+                            .label("something follows this send")
+                            .help(format!(
+                                "add the edge from the send's node separately: `{} -> …`",
+                                s.node.name
+                            )),
                         );
                     }
                     self.send(s);
@@ -786,7 +1029,14 @@ impl Checker<'_, '_> {
         let mut seen_else = false;
         for a in &r.arms {
             if seen_else {
-                self.out.push(Diagnostic::warning("W0304", a.span, "this arm comes after `else` and never runs").label("unreachable arm"));
+                self.out.push(
+                    Diagnostic::warning(
+                        "W0304",
+                        a.span,
+                        "this arm comes after `else` and never runs",
+                    )
+                    .label("unreachable arm"),
+                );
             }
             match &a.cond {
                 Some(c) => self.expr(c, &[], true),
@@ -806,8 +1056,15 @@ impl Checker<'_, '_> {
         let ty = self.expr_ty(&s.iter, &[]);
         if !matches!(ty.base(), Ty::List(_) | Ty::Messages | Ty::Any) {
             self.out.push(
-                Diagnostic::error("E0232", s.iter.span, format!("`send … for {} in` needs a list, this is a {ty}", s.var.name))
-                    .label("not a list"),
+                Diagnostic::error(
+                    "E0232",
+                    s.iter.span,
+                    format!(
+                        "`send … for {} in` needs a list, this is a {ty}",
+                        s.var.name
+                    ),
+                )
+                .label("not a list"),
             );
         }
         let locals = vec![s.var.name.clone()];
@@ -820,7 +1077,10 @@ impl Checker<'_, '_> {
     fn graph_shape(&mut self, g: &GraphDecl) {
         let mut pg: DiGraph<&str, ()> = DiGraph::new();
         let mut idx: BTreeMap<&str, NodeIndex> = BTreeMap::new();
-        for n in ["START", "END"].into_iter().chain(self.s.nodes.keys().map(String::as_str)) {
+        for n in ["START", "END"]
+            .into_iter()
+            .chain(self.s.nodes.keys().map(String::as_str))
+        {
             idx.insert(n, pg.add_node(n));
         }
         let link = |pg: &mut DiGraph<&str, ()>, a: &str, b: &str| {
@@ -882,22 +1142,38 @@ impl Checker<'_, '_> {
         for (name, n) in &self.s.nodes {
             if !reach.contains(name.as_str()) {
                 self.out.push(
-                    Diagnostic::warning("W0301", n.name.span, format!("node `{name}` is never reached from START"))
-                        .label("unreachable")
-                        .help(format!("connect it (`START -> {name}` or `some_node -> {name}`), or remove it")),
+                    Diagnostic::warning(
+                        "W0301",
+                        n.name.span,
+                        format!("node `{name}` is never reached from START"),
+                    )
+                    .label("unreachable")
+                    .help(format!(
+                        "connect it (`START -> {name}` or `some_node -> {name}`), or remove it"
+                    )),
                 );
             } else if !to_end.contains(name.as_str()) && !has_dynamic_exit.contains(name) {
                 self.out.push(
-                    Diagnostic::warning("W0302", n.name.span, format!("node `{name}` has no path to END"))
-                        .label("runs can never finish from here")
-                        .help(format!("add an edge or a route arm that reaches END, e.g. `{name} -> END`")),
+                    Diagnostic::warning(
+                        "W0302",
+                        n.name.span,
+                        format!("node `{name}` has no path to END"),
+                    )
+                    .label("runs can never finish from here")
+                    .help(format!(
+                        "add an edge or a route arm that reaches END, e.g. `{name} -> END`"
+                    )),
                 );
             }
         }
         // Two nodes that START (or one node) fans out to, writing one replace channel.
         let mut groups: Vec<Vec<&str>> = Vec::new();
         for from in std::iter::once("START").chain(self.s.nodes.keys().map(String::as_str)) {
-            let succ: Vec<&str> = pg.neighbors(idx[from]).map(|x| pg[x]).filter(|n| *n != "END").collect();
+            let succ: Vec<&str> = pg
+                .neighbors(idx[from])
+                .map(|x| pg[x])
+                .filter(|n| *n != "END")
+                .collect();
             if succ.len() > 1 {
                 groups.push(succ);
             }
@@ -911,8 +1187,13 @@ impl Checker<'_, '_> {
                 }
             }
             for (ch, ws) in writers {
-                let Some(info) = self.s.channels.get(ch) else { continue };
-                if ws.len() > 1 && info.reducer == "replace" && reported.insert((ch.to_string(), ws.join(","))) {
+                let Some(info) = self.s.channels.get(ch) else {
+                    continue;
+                };
+                if ws.len() > 1
+                    && info.reducer == "replace"
+                    && reported.insert((ch.to_string(), ws.join(",")))
+                {
                     let a = self.s.nodes[ws[0]];
                     let b = self.s.nodes[ws[1]];
                     self.out.push(

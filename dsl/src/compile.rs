@@ -6,8 +6,8 @@ use crate::diagnostic::Diagnostic;
 use crate::eval::{eval, truthy, Scope};
 use crate::registry::{NodeBuild, Registry};
 use agentgraph_runtime::{
-    node_fn, ChannelSpec, CompiledGraph, Goto, GraphBuilder, Node, NodeError, NodeOptions, RetryOn, RetryPolicy,
-    Send, StateView, Subgraph, Targets, TaskContext, Update,
+    node_fn, ChannelSpec, CompiledGraph, Goto, GraphBuilder, Node, NodeError, NodeOptions, RetryOn,
+    RetryPolicy, Send, StateView, Subgraph, Targets, TaskContext, Update,
 };
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -33,7 +33,12 @@ fn scope_for(ctx: &TaskContext) -> Scope<'_> {
 
 fn const_value(e: &Expr) -> Result<Value, Diagnostic> {
     eval(e, &Scope::empty()).map_err(|er| {
-        Diagnostic::error("E0204", e.span, format!("cannot evaluate this constant: {er}")).label("not a constant")
+        Diagnostic::error(
+            "E0204",
+            e.span,
+            format!("cannot evaluate this constant: {er}"),
+        )
+        .label("not a constant")
     })
 }
 
@@ -50,7 +55,9 @@ pub fn compile_graph(
     let mut b = GraphBuilder::new(g.name.name.clone());
     for info in s.channels.values() {
         let f = info.field;
-        let Some(reducer) = reg.reducers.get(&info.reducer) else { continue };
+        let Some(reducer) = reg.reducers.get(&info.reducer) else {
+            continue;
+        };
         let mut spec = ChannelSpec::new(f.name.name.clone(), info.ty.clone()).reducer(reducer);
         match &f.default {
             Some(d) => match const_value(d) {
@@ -60,7 +67,8 @@ pub fn compile_graph(
             None if info.reducer != "replace" => {
                 // Reducer channels start from their neutral value, as LangGraph's do.
                 let neutral = match &info.ty {
-                    agentgraph_runtime::ValueType::List(_) | agentgraph_runtime::ValueType::Messages => Some(Value::Array(vec![])),
+                    agentgraph_runtime::ValueType::List(_)
+                    | agentgraph_runtime::ValueType::Messages => Some(Value::Array(vec![])),
                     agentgraph_runtime::ValueType::Map(_) => Some(Value::Object(Map::new())),
                     agentgraph_runtime::ValueType::Int => Some(Value::from(0)),
                     _ => None,
@@ -96,7 +104,11 @@ pub fn compile_graph(
             }
             GraphItem::Interrupt(i) => {
                 for n in &i.nodes {
-                    b = if i.after { b.interrupt_after(n.name.clone()) } else { b.interrupt_before(n.name.clone()) };
+                    b = if i.after {
+                        b.interrupt_after(n.name.clone())
+                    } else {
+                        b.interrupt_before(n.name.clone())
+                    };
                 }
             }
             _ => {}
@@ -130,7 +142,14 @@ pub fn compile_graph(
     if !errs.is_empty() {
         return Err(errs);
     }
-    b.compile().map_err(|e| vec![Diagnostic::error("E0290", g.name.span, format!("the graph does not compile: {e}")).label("in this graph")])
+    b.compile().map_err(|e| {
+        vec![Diagnostic::error(
+            "E0290",
+            g.name.span,
+            format!("the graph does not compile: {e}"),
+        )
+        .label("in this graph")]
+    })
 }
 
 fn node_options(n: &NodeDecl) -> Result<NodeOptions, Diagnostic> {
@@ -145,20 +164,40 @@ fn node_options(n: &NodeDecl) -> Result<NodeOptions, Diagnostic> {
             Entry::Block { key, entries, .. } if key.name == "retry" => {
                 let mut p = RetryPolicy::default();
                 for re in entries {
-                    let Entry::Value { key, value } = re else { continue };
+                    let Entry::Value { key, value } = re else {
+                        continue;
+                    };
                     let v = const_value(value)?;
-                    let bad = || Diagnostic::error("E0270", value.span, format!("bad value for retry option `{}`", key.name)).label("wrong type");
+                    let bad = || {
+                        Diagnostic::error(
+                            "E0270",
+                            value.span,
+                            format!("bad value for retry option `{}`", key.name),
+                        )
+                        .label("wrong type")
+                    };
                     match key.name.as_str() {
-                        "max_attempts" => p.max_attempts = v.as_u64().ok_or_else(bad)?.max(1) as u32,
-                        "initial" => p.initial_interval = Duration::from_millis(v.as_u64().ok_or_else(bad)?),
-                        "max" => p.max_interval = Duration::from_millis(v.as_u64().ok_or_else(bad)?),
+                        "max_attempts" => {
+                            p.max_attempts = v.as_u64().ok_or_else(bad)?.max(1) as u32
+                        }
+                        "initial" => {
+                            p.initial_interval = Duration::from_millis(v.as_u64().ok_or_else(bad)?)
+                        }
+                        "max" => {
+                            p.max_interval = Duration::from_millis(v.as_u64().ok_or_else(bad)?)
+                        }
                         "backoff" => p.backoff_factor = v.as_f64().ok_or_else(bad)?,
                         "jitter" => p.jitter = v.as_bool().ok_or_else(bad)?,
                         "retry_on" => {
                             p.retry_on = match &v {
                                 Value::String(s) if s == "any" => RetryOn::Any,
                                 Value::String(s) if s == "transient" => RetryOn::Transient,
-                                Value::Array(codes) => RetryOn::Codes(codes.iter().filter_map(|c| c.as_str().map(str::to_owned)).collect()),
+                                Value::Array(codes) => RetryOn::Codes(
+                                    codes
+                                        .iter()
+                                        .filter_map(|c| c.as_str().map(str::to_owned))
+                                        .collect(),
+                                ),
                                 _ => return Err(bad()),
                             }
                         }
@@ -175,7 +214,9 @@ fn node_options(n: &NodeDecl) -> Result<NodeOptions, Diagnostic> {
 
 fn entry_block<'a>(n: &'a NodeDecl, key: &str) -> Option<&'a [Entry]> {
     n.body.iter().find_map(|e| match e {
-        Entry::Block { key: k, entries, .. } if k.name == key => Some(entries.as_slice()),
+        Entry::Block {
+            key: k, entries, ..
+        } if k.name == key => Some(entries.as_slice()),
         _ => None,
     })
 }
@@ -220,7 +261,8 @@ fn build_node(
                     let scope = scope_for(&ctx);
                     let mut u = Update::new();
                     for (ch, e) in entries.iter() {
-                        let v = eval(e, &scope).map_err(|er| fail(&name, &format!("set `{ch}`"), er))?;
+                        let v = eval(e, &scope)
+                            .map_err(|er| fail(&name, &format!("set `{ch}`"), er))?;
                         u = u.set(ch.clone(), v);
                     }
                     Ok(u)
@@ -239,7 +281,8 @@ fn build_node(
                 let name = name.clone();
                 async move {
                     let question = match &value {
-                        Some(e) => eval(e, &scope_for(&ctx)).map_err(|er| fail(&name, "interrupt value", er))?,
+                        Some(e) => eval(e, &scope_for(&ctx))
+                            .map_err(|er| fail(&name, "interrupt value", er))?,
                         None => Value::Null,
                     };
                     let answer = ctx.interrupt(question)?;
@@ -252,12 +295,31 @@ fn build_node(
         }
         "noop" => Ok(node_fn(|_| async { Ok(Update::new()) })),
         k => {
-            let factory = reg.kinds.get(k).and_then(|e| e.factory.clone()).ok_or_else(|| {
-                Diagnostic::error("E0210", n.name.span, format!("node kind `{k}` cannot be built")).label("no factory registered")
-            })?;
-            let build = NodeBuild { node: n, graph: g, base_dir: base_dir.to_path_buf(), prompts };
+            let factory = reg
+                .kinds
+                .get(k)
+                .and_then(|e| e.factory.clone())
+                .ok_or_else(|| {
+                    Diagnostic::error(
+                        "E0210",
+                        n.name.span,
+                        format!("node kind `{k}` cannot be built"),
+                    )
+                    .label("no factory registered")
+                })?;
+            let build = NodeBuild {
+                node: n,
+                graph: g,
+                base_dir: base_dir.to_path_buf(),
+                prompts,
+            };
             factory.build(&build).map_err(|m| {
-                Diagnostic::error("E0291", n.name.span, format!("node `{}` ({k}) could not be built: {m}", n.name.name)).label("here")
+                Diagnostic::error(
+                    "E0291",
+                    n.name.span,
+                    format!("node `{}` ({k}) could not be built: {m}", n.name.name),
+                )
+                .label("here")
             })
         }
     }
@@ -273,7 +335,10 @@ fn subgraph_node(n: &NodeDecl, child: CompiledGraph) -> Subgraph {
             let scope = scope_for(ctx);
             let mut m = Map::new();
             for (k, e) in entries.iter() {
-                m.insert(k.clone(), eval(e, &scope).map_err(|er| fail(&node, &format!("in `{k}`"), er))?);
+                m.insert(
+                    k.clone(),
+                    eval(e, &scope).map_err(|er| fail(&node, &format!("in `{k}`"), er))?,
+                );
             }
             Ok(Value::Object(m))
         });
@@ -289,7 +354,12 @@ fn subgraph_node(n: &NodeDecl, child: CompiledGraph) -> Subgraph {
             }
             entries
                 .iter()
-                .map(|(k, e)| Ok((k.clone(), eval(e, &scope).map_err(|er| fail(&node, &format!("out `{k}`"), er))?)))
+                .map(|(k, e)| {
+                    Ok((
+                        k.clone(),
+                        eval(e, &scope).map_err(|er| fail(&node, &format!("out `{k}`"), er))?,
+                    ))
+                })
                 .collect()
         });
     }
@@ -301,7 +371,12 @@ fn send_targets(s: &SendExpr, view: &StateView) -> Result<Vec<Goto>, NodeError> 
     let items = match eval(&s.iter, &scope).map_err(|e| fail(&s.node.name, "send list", e))? {
         Value::Array(a) => a,
         Value::Null => Vec::new(),
-        other => return Err(NodeError::fatal(format!("`send {} for {} in …` needs a list, got {other}", s.node.name, s.var.name))),
+        other => {
+            return Err(NodeError::fatal(format!(
+                "`send {} for {} in …` needs a list, got {other}",
+                s.node.name, s.var.name
+            )))
+        }
     };
     let mut out = Vec::with_capacity(items.len());
     for item in items {
@@ -309,20 +384,31 @@ fn send_targets(s: &SendExpr, view: &StateView) -> Result<Vec<Goto>, NodeError> 
         sc.locals.push((s.var.name.as_str(), item));
         let mut payload = Map::new();
         for (k, e) in &s.payload.entries {
-            payload.insert(k.name.clone(), eval(e, &sc).map_err(|er| fail(&s.node.name, "send payload", er))?);
+            payload.insert(
+                k.name.clone(),
+                eval(e, &sc).map_err(|er| fail(&s.node.name, "send payload", er))?,
+            );
         }
-        out.push(Goto::Send(Send { node: s.node.name.clone(), payload: Value::Object(payload) }));
+        out.push(Goto::Send(Send {
+            node: s.node.name.clone(),
+            payload: Value::Object(payload),
+        }));
     }
     Ok(out)
 }
 
-fn route_fn(r: &RouteBlock) -> impl Fn(&StateView) -> Result<Targets, NodeError> + std::marker::Send + Sync + 'static {
+fn route_fn(
+    r: &RouteBlock,
+) -> impl Fn(&StateView) -> Result<Targets, NodeError> + std::marker::Send + Sync + 'static {
     let arms: Vec<RouteArm> = r.arms.clone();
     move |view: &StateView| {
         for arm in &arms {
             let hit = match &arm.cond {
                 None => true,
-                Some(c) => truthy(&eval(c, &Scope::state(view)).map_err(|e| NodeError::fatal(format!("route condition: {e}")))?),
+                Some(c) => truthy(
+                    &eval(c, &Scope::state(view))
+                        .map_err(|e| NodeError::fatal(format!("route condition: {e}")))?,
+                ),
             };
             if hit {
                 let mut t = Vec::new();
@@ -377,7 +463,9 @@ fn edge(mut b: GraphBuilder, e: &EdgeStmt) -> GraphBuilder {
                 let s2 = s.clone();
                 for p in &prev {
                     let s3 = s2.clone();
-                    b = b.route_to(p.clone(), &[s2.node.name.as_str()], move |v| Ok(Targets(send_targets(&s3, v)?)));
+                    b = b.route_to(p.clone(), &[s2.node.name.as_str()], move |v| {
+                        Ok(Targets(send_targets(&s3, v)?))
+                    });
                 }
                 prev = Vec::new();
             }

@@ -63,7 +63,10 @@ impl Diagnostic {
 
     /// A warning at `span`.
     pub fn warning(code: &'static str, span: Span, message: impl Into<String>) -> Self {
-        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(code, span, message) }
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::error(code, span, message)
+        }
     }
 
     /// Sets the primary label.
@@ -74,7 +77,10 @@ impl Diagnostic {
 
     /// Adds a secondary label.
     pub fn with_label(mut self, span: Span, text: impl Into<String>) -> Self {
-        self.labels.push(Label { span, message: text.into() });
+        self.labels.push(Label {
+            span,
+            message: text.into(),
+        });
         self
     }
 
@@ -103,7 +109,10 @@ pub fn line_col(src: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(src.len());
     let before = &src[..offset];
     let line = before.matches('\n').count() + 1;
-    let col = before.rfind('\n').map_or(before.chars().count(), |i| before[i + 1..].chars().count()) + 1;
+    let col = before
+        .rfind('\n')
+        .map_or(before.chars().count(), |i| before[i + 1..].chars().count())
+        + 1;
     (line, col)
 }
 
@@ -161,7 +170,10 @@ impl miette::Diagnostic for Report<'_> {
         })
     }
     fn help<'b>(&'b self) -> Option<Box<dyn fmt::Display + 'b>> {
-        self.d.help.as_ref().map(|h| Box::new(h) as Box<dyn fmt::Display>)
+        self.d
+            .help
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
     }
     fn source_code(&self) -> Option<&dyn miette::SourceCode> {
         Some(&self.src)
@@ -183,13 +195,30 @@ impl miette::Diagnostic for Report<'_> {
 /// Renders a diagnostic like rustc, with the source excerpt. `color` adds ANSI colours; `width`
 /// wraps the text.
 pub fn render(d: &Diagnostic, src: &str, color: bool, width: usize) -> String {
-    let theme = if color { GraphicalTheme::unicode() } else { GraphicalTheme::unicode_nocolor() };
-    let handler = GraphicalReportHandler::new_themed(theme).with_width(width).with_links(false);
-    let report = Report { d, src: NamedSource::new(d.file.clone(), src.to_string()) };
+    let theme = if color {
+        GraphicalTheme::unicode()
+    } else {
+        GraphicalTheme::unicode_nocolor()
+    };
+    let handler = GraphicalReportHandler::new_themed(theme)
+        .with_width(width)
+        .with_links(false);
+    let report = Report {
+        d,
+        src: NamedSource::new(d.file.clone(), src.to_string()),
+    };
     let mut out = String::new();
     if handler.render_report(&mut out, &report).is_err() {
         let (line, col) = line_col(src, d.span.start);
-        out = format!("{}[{}]: {} at {}:{}:{}\n", severity_word(d.severity), d.code, d.message, d.file, line, col);
+        out = format!(
+            "{}[{}]: {} at {}:{}:{}\n",
+            severity_word(d.severity),
+            d.code,
+            d.message,
+            d.file,
+            line,
+            col
+        );
     }
     out
 }
@@ -202,7 +231,10 @@ fn severity_word(s: Severity) -> &'static str {
 }
 
 /// The closest of `candidates` to `name`, if close enough to suggest.
-pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (c, strsim::jaro_winkler(name, c)))
@@ -212,7 +244,11 @@ pub fn did_you_mean<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str
 }
 
 /// `did you mean `x`?` or a list of what exists.
-pub fn suggestion<'a>(what: &str, name: &str, candidates: impl IntoIterator<Item = &'a str> + Clone) -> String {
+pub fn suggestion<'a>(
+    what: &str,
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str> + Clone,
+) -> String {
     match did_you_mean(name, candidates.clone()) {
         Some(s) => format!("did you mean `{s}`?"),
         None => {

@@ -20,12 +20,18 @@ pub struct Scope<'a> {
 impl<'a> Scope<'a> {
     /// A scope over the state only.
     pub fn state(state: &'a StateView) -> Self {
-        Scope { state: Some(state), locals: Vec::new() }
+        Scope {
+            state: Some(state),
+            locals: Vec::new(),
+        }
     }
 
     /// A scope without state (constant folding of defaults and options).
     pub fn empty() -> Self {
-        Scope { state: None, locals: Vec::new() }
+        Scope {
+            state: None,
+            locals: Vec::new(),
+        }
     }
 
     /// Looks a name up.
@@ -33,12 +39,18 @@ impl<'a> Scope<'a> {
         if let Some((_, v)) = self.locals.iter().rev().find(|(n, _)| *n == name) {
             return Some(v.clone());
         }
-        self.state.and_then(|s| s.get(name).cloned().or_else(|| s.schema().channel(name).map(|_| Value::Null)))
+        self.state.and_then(|s| {
+            s.get(name)
+                .cloned()
+                .or_else(|| s.schema().channel(name).map(|_| Value::Null))
+        })
     }
 }
 
 fn num(v: f64) -> Value {
-    Number::from_f64(v).map(Value::Number).unwrap_or(Value::Null)
+    Number::from_f64(v)
+        .map(Value::Number)
+        .unwrap_or(Value::Null)
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -86,7 +98,13 @@ pub fn eval(e: &Expr, scope: &Scope) -> Result<Value, EvalError> {
         ExprKind::Field { base, field } => match eval(base, scope)? {
             Value::Object(m) => m.get(&field.name).cloned().unwrap_or(Value::Null),
             Value::Null => Value::Null,
-            other => return Err(EvalError(format!("`.{}` on a {}", field.name, type_name(&other)))),
+            other => {
+                return Err(EvalError(format!(
+                    "`.{}` on a {}",
+                    field.name,
+                    type_name(&other)
+                )))
+            }
         },
         ExprKind::Index { base, index } => {
             let b = eval(base, scope)?;
@@ -95,18 +113,36 @@ pub fn eval(e: &Expr, scope: &Scope) -> Result<Value, EvalError> {
                 (Value::Array(a), Value::Number(n)) => {
                     let n = n.as_i64().unwrap_or(0);
                     let idx = if n < 0 { a.len() as i64 + n } else { n };
-                    usize::try_from(idx).ok().and_then(|k| a.get(k)).cloned().unwrap_or(Value::Null)
+                    usize::try_from(idx)
+                        .ok()
+                        .and_then(|k| a.get(k))
+                        .cloned()
+                        .unwrap_or(Value::Null)
                 }
                 (Value::Object(m), Value::String(k)) => m.get(k).cloned().unwrap_or(Value::Null),
                 (Value::Null, _) => Value::Null,
-                _ => return Err(EvalError(format!("cannot index a {} with a {}", type_name(&b), type_name(&i)))),
+                _ => {
+                    return Err(EvalError(format!(
+                        "cannot index a {} with a {}",
+                        type_name(&b),
+                        type_name(&i)
+                    )))
+                }
             }
         }
         ExprKind::Call { func, args } => {
-            let vals = args.iter().map(|a| eval(a, scope)).collect::<Result<Vec<_>, _>>()?;
+            let vals = args
+                .iter()
+                .map(|a| eval(a, scope))
+                .collect::<Result<Vec<_>, _>>()?;
             crate::functions::call(&func.name, &vals)?
         }
-        ExprKind::List { items } => Value::Array(items.iter().map(|i| eval(i, scope)).collect::<Result<_, _>>()?),
+        ExprKind::List { items } => Value::Array(
+            items
+                .iter()
+                .map(|i| eval(i, scope))
+                .collect::<Result<_, _>>()?,
+        ),
         ExprKind::Object { object } => {
             let mut m = Map::new();
             for (k, v) in &object.entries {
@@ -121,7 +157,9 @@ pub fn eval(e: &Expr, scope: &Scope) -> Result<Value, EvalError> {
                 UnOp::Neg => match v {
                     Value::Number(n) if n.is_i64() => Value::from(-n.as_i64().unwrap_or(0)),
                     Value::Number(n) => num(-n.as_f64().unwrap_or(0.0)),
-                    other => return Err(EvalError(format!("cannot negate a {}", type_name(&other)))),
+                    other => {
+                        return Err(EvalError(format!("cannot negate a {}", type_name(&other))))
+                    }
                 },
             }
         }
@@ -133,31 +171,47 @@ fn binary(op: BinOp, lhs: &Expr, rhs: &Expr, scope: &Scope) -> Result<Value, Eva
     match op {
         BinOp::And => {
             let l = eval(lhs, scope)?;
-            return Ok(if truthy(&l) { Value::Bool(truthy(&eval(rhs, scope)?)) } else { Value::Bool(false) });
+            return Ok(if truthy(&l) {
+                Value::Bool(truthy(&eval(rhs, scope)?))
+            } else {
+                Value::Bool(false)
+            });
         }
         BinOp::Or => {
             let l = eval(lhs, scope)?;
-            return Ok(if truthy(&l) { Value::Bool(true) } else { Value::Bool(truthy(&eval(rhs, scope)?)) });
+            return Ok(if truthy(&l) {
+                Value::Bool(true)
+            } else {
+                Value::Bool(truthy(&eval(rhs, scope)?))
+            });
         }
         _ => {}
     }
     let l = eval(lhs, scope)?;
     let r = eval(rhs, scope)?;
     let bad = || {
-        EvalError(format!("cannot apply `{}` to a {} and a {}", op.symbol(), type_name(&l), type_name(&r)))
+        EvalError(format!(
+            "cannot apply `{}` to a {} and a {}",
+            op.symbol(),
+            type_name(&l),
+            type_name(&r)
+        ))
     };
     Ok(match op {
         BinOp::Eq => Value::Bool(json_eq(&l, &r)),
         BinOp::Ne => Value::Bool(!json_eq(&l, &r)),
         BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge => {
             let ord = match (&l, &r) {
-                (Value::Number(a), Value::Number(b)) => {
-                    a.as_f64().unwrap_or(0.0).partial_cmp(&b.as_f64().unwrap_or(0.0))
-                }
+                (Value::Number(a), Value::Number(b)) => a
+                    .as_f64()
+                    .unwrap_or(0.0)
+                    .partial_cmp(&b.as_f64().unwrap_or(0.0)),
                 (Value::String(a), Value::String(b)) => Some(a.cmp(b)),
                 _ => return Err(bad()),
             };
-            let Some(o) = ord else { return Ok(Value::Bool(false)) };
+            let Some(o) = ord else {
+                return Ok(Value::Bool(false));
+            };
             Value::Bool(match op {
                 BinOp::Lt => o.is_lt(),
                 BinOp::Le => o.is_le(),
@@ -167,7 +221,9 @@ fn binary(op: BinOp, lhs: &Expr, rhs: &Expr, scope: &Scope) -> Result<Value, Eva
         }
         BinOp::Add => match (&l, &r) {
             (Value::String(a), Value::String(b)) => Value::String(format!("{a}{b}")),
-            (Value::Array(a), Value::Array(b)) => Value::Array(a.iter().chain(b).cloned().collect()),
+            (Value::Array(a), Value::Array(b)) => {
+                Value::Array(a.iter().chain(b).cloned().collect())
+            }
             (Value::Number(_), Value::Number(_)) => arith(op, &l, &r).ok_or_else(bad)?,
             _ => return Err(bad()),
         },
@@ -184,7 +240,9 @@ fn json_eq(a: &Value, b: &Value) -> bool {
 }
 
 fn arith(op: BinOp, l: &Value, r: &Value) -> Option<Value> {
-    let (Value::Number(a), Value::Number(b)) = (l, r) else { return None };
+    let (Value::Number(a), Value::Number(b)) = (l, r) else {
+        return None;
+    };
     if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
         return match op {
             BinOp::Add => x.checked_add(y).map(Value::from),

@@ -59,24 +59,132 @@ fn t_message(_: &[Ty]) -> Ty {
 
 /// Every built-in function.
 pub const FUNCTIONS: &[FunctionSpec] = &[
-    FunctionSpec { name: "len", min: 1, max: 1, returns: t_int, doc: "length of a list, object or string" },
-    FunctionSpec { name: "last", min: 1, max: 1, returns: t_item, doc: "last item of a list (null if empty)" },
-    FunctionSpec { name: "first", min: 1, max: 1, returns: t_item, doc: "first item of a list (null if empty)" },
-    FunctionSpec { name: "contains", min: 2, max: 2, returns: t_bool, doc: "whether a list has an item, an object a key, a string a substring" },
-    FunctionSpec { name: "lower", min: 1, max: 1, returns: t_str, doc: "lower-case string" },
-    FunctionSpec { name: "upper", min: 1, max: 1, returns: t_str, doc: "upper-case string" },
-    FunctionSpec { name: "keys", min: 1, max: 1, returns: t_list_str, doc: "keys of an object" },
-    FunctionSpec { name: "values", min: 1, max: 1, returns: t_list_any, doc: "values of an object" },
-    FunctionSpec { name: "range", min: 1, max: 2, returns: t_list_int, doc: "range(n) or range(a, b): integers" },
-    FunctionSpec { name: "last_human", min: 1, max: 1, returns: t_message, doc: "the last human message of a message list" },
-    FunctionSpec { name: "has_tool_calls", min: 1, max: 1, returns: t_bool, doc: "whether a message has tool calls" },
-    FunctionSpec { name: "env", min: 1, max: 2, returns: t_str, doc: "an environment variable (with a default)" },
-    FunctionSpec { name: "str", min: 1, max: 1, returns: t_str, doc: "a value as a string" },
-    FunctionSpec { name: "int", min: 1, max: 1, returns: t_int, doc: "a number or numeric string as an integer" },
-    FunctionSpec { name: "join", min: 2, max: 2, returns: t_str, doc: "join(list, separator)" },
-    FunctionSpec { name: "file", min: 1, max: 1, returns: t_str, doc: "the text of a file, relative to the graph file (resolved when the graph is loaded)" },
-    FunctionSpec { name: "sum", min: 1, max: 1, returns: t_sum, doc: "sum of a list of numbers" },
-    FunctionSpec { name: "coalesce", min: 1, max: 8, returns: t_any, doc: "the first argument that is not null" },
+    FunctionSpec {
+        name: "len",
+        min: 1,
+        max: 1,
+        returns: t_int,
+        doc: "length of a list, object or string",
+    },
+    FunctionSpec {
+        name: "last",
+        min: 1,
+        max: 1,
+        returns: t_item,
+        doc: "last item of a list (null if empty)",
+    },
+    FunctionSpec {
+        name: "first",
+        min: 1,
+        max: 1,
+        returns: t_item,
+        doc: "first item of a list (null if empty)",
+    },
+    FunctionSpec {
+        name: "contains",
+        min: 2,
+        max: 2,
+        returns: t_bool,
+        doc: "whether a list has an item, an object a key, a string a substring",
+    },
+    FunctionSpec {
+        name: "lower",
+        min: 1,
+        max: 1,
+        returns: t_str,
+        doc: "lower-case string",
+    },
+    FunctionSpec {
+        name: "upper",
+        min: 1,
+        max: 1,
+        returns: t_str,
+        doc: "upper-case string",
+    },
+    FunctionSpec {
+        name: "keys",
+        min: 1,
+        max: 1,
+        returns: t_list_str,
+        doc: "keys of an object",
+    },
+    FunctionSpec {
+        name: "values",
+        min: 1,
+        max: 1,
+        returns: t_list_any,
+        doc: "values of an object",
+    },
+    FunctionSpec {
+        name: "range",
+        min: 1,
+        max: 2,
+        returns: t_list_int,
+        doc: "range(n) or range(a, b): integers",
+    },
+    FunctionSpec {
+        name: "last_human",
+        min: 1,
+        max: 1,
+        returns: t_message,
+        doc: "the last human message of a message list",
+    },
+    FunctionSpec {
+        name: "has_tool_calls",
+        min: 1,
+        max: 1,
+        returns: t_bool,
+        doc: "whether a message has tool calls",
+    },
+    FunctionSpec {
+        name: "env",
+        min: 1,
+        max: 2,
+        returns: t_str,
+        doc: "an environment variable (with a default)",
+    },
+    FunctionSpec {
+        name: "str",
+        min: 1,
+        max: 1,
+        returns: t_str,
+        doc: "a value as a string",
+    },
+    FunctionSpec {
+        name: "int",
+        min: 1,
+        max: 1,
+        returns: t_int,
+        doc: "a number or numeric string as an integer",
+    },
+    FunctionSpec {
+        name: "join",
+        min: 2,
+        max: 2,
+        returns: t_str,
+        doc: "join(list, separator)",
+    },
+    FunctionSpec {
+        name: "file",
+        min: 1,
+        max: 1,
+        returns: t_str,
+        doc: "the text of a file, relative to the graph file (resolved when the graph is loaded)",
+    },
+    FunctionSpec {
+        name: "sum",
+        min: 1,
+        max: 1,
+        returns: t_sum,
+        doc: "sum of a list of numbers",
+    },
+    FunctionSpec {
+        name: "coalesce",
+        min: 1,
+        max: 8,
+        returns: t_any,
+        doc: "the first argument that is not null",
+    },
 ];
 
 /// A function by name.
@@ -105,7 +213,12 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
         return Err(EvalError(format!("unknown function `{name}`")));
     };
     if args.len() < s.min || args.len() > s.max {
-        return Err(EvalError(format!("{name}() takes {}..={} arguments, got {}", s.min, s.max, args.len())));
+        return Err(EvalError(format!(
+            "{name}() takes {}..={} arguments, got {}",
+            s.min,
+            s.max,
+            args.len()
+        )));
     }
     let a0 = &args[0];
     Ok(match name {
@@ -117,7 +230,9 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             _ => return Err(bad(name, args)),
         }),
         "last" | "first" => match a0 {
-            Value::Array(a) => (if name == "last" { a.last() } else { a.first() }).cloned().unwrap_or(Value::Null),
+            Value::Array(a) => (if name == "last" { a.last() } else { a.first() })
+                .cloned()
+                .unwrap_or(Value::Null),
             Value::Null => Value::Null,
             _ => return Err(bad(name, args)),
         },
@@ -129,7 +244,11 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             _ => return Err(bad(name, args)),
         }),
         "lower" | "upper" => match a0 {
-            Value::String(s) => Value::String(if name == "lower" { s.to_lowercase() } else { s.to_uppercase() }),
+            Value::String(s) => Value::String(if name == "lower" {
+                s.to_lowercase()
+            } else {
+                s.to_uppercase()
+            }),
             _ => return Err(bad(name, args)),
         },
         "keys" => match a0 {
@@ -152,12 +271,16 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             Value::Array((lo..hi).map(Value::from).collect())
         }
         "last_human" => match a0 {
-            Value::Array(_) => agentgraph_runtime::messages::last_of_type(a0, "human").cloned().unwrap_or(Value::Null),
+            Value::Array(_) => agentgraph_runtime::messages::last_of_type(a0, "human")
+                .cloned()
+                .unwrap_or(Value::Null),
             Value::Null => Value::Null,
             _ => return Err(bad(name, args)),
         },
         "has_tool_calls" => Value::Bool(
-            a0.get("tool_calls").and_then(Value::as_array).is_some_and(|c| !c.is_empty()),
+            a0.get("tool_calls")
+                .and_then(Value::as_array)
+                .is_some_and(|c| !c.is_empty()),
         ),
         "env" => {
             let key = a0.as_str().ok_or_else(|| bad(name, args))?;
@@ -191,7 +314,12 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
         "sum" => match a0 {
             Value::Array(items) => {
                 if items.iter().all(|v| v.as_i64().is_some()) {
-                    Value::from(items.iter().filter_map(Value::as_i64).fold(0i64, i64::wrapping_add))
+                    Value::from(
+                        items
+                            .iter()
+                            .filter_map(Value::as_i64)
+                            .fold(0i64, i64::wrapping_add),
+                    )
                 } else if items.iter().all(Value::is_number) {
                     serde_json::Number::from_f64(items.iter().filter_map(Value::as_f64).sum())
                         .map(Value::Number)
@@ -202,8 +330,16 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             }
             _ => return Err(bad(name, args)),
         },
-        "coalesce" => args.iter().find(|v| !v.is_null()).cloned().unwrap_or(Value::Null),
-        "file" => return Err(EvalError("file() is resolved when the graph is loaded".into())),
+        "coalesce" => args
+            .iter()
+            .find(|v| !v.is_null())
+            .cloned()
+            .unwrap_or(Value::Null),
+        "file" => {
+            return Err(EvalError(
+                "file() is resolved when the graph is loaded".into(),
+            ))
+        }
         _ => return Err(EvalError(format!("unknown function `{name}`"))),
     })
 }

@@ -16,8 +16,14 @@ pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic>
     let lead = start + (text.len() - text.trim_start().len());
     let line = Span::new(lead, lead + t.len());
     for (call, instead) in [
-        ("add_conditional_edges", "a route: `source -> route { condition => target  else => END }`"),
-        ("add_edge", "an edge: `a -> b` (or `[a, b] -> c` to wait for both)"),
+        (
+            "add_conditional_edges",
+            "a route: `source -> route { condition => target  else => END }`",
+        ),
+        (
+            "add_edge",
+            "an edge: `a -> b` (or `[a, b] -> c` to wait for both)",
+        ),
         ("add_node", "a node: `node name: kind { … }`"),
         ("set_entry_point", "an edge from START: `START -> first`"),
         ("set_finish_point", "an edge to END: `last -> END`"),
@@ -25,21 +31,34 @@ pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic>
     ] {
         if t.contains(call) {
             return Some(
-                Diagnostic::error("E0101", at(start, text, call), format!("`{call}` is LangGraph's Python API, not this language"))
-                    .label("Python API call")
-                    .help(format!("write {instead}")),
+                Diagnostic::error(
+                    "E0101",
+                    at(start, text, call),
+                    format!("`{call}` is LangGraph's Python API, not this language"),
+                )
+                .label("Python API call")
+                .help(format!("write {instead}")),
             );
         }
     }
     if t.contains("={{") {
         return Some(
-            Diagnostic::error("E0102", at(start, text, "={{"), "`={{ … }}` is an n8n expression")
-                .label("n8n expression syntax")
-                .help("templates here are plain `{{ expr }}` inside a string, e.g. \"Hello {{ name }}\""),
+            Diagnostic::error(
+                "E0102",
+                at(start, text, "={{"),
+                "`={{ … }}` is an n8n expression",
+            )
+            .label("n8n expression syntax")
+            .help(
+                "templates here are plain `{{ expr }}` inside a string, e.g. \"Hello {{ name }}\"",
+            ),
         );
     }
     if graph_level {
-        if let Some(sep) = t.find("=>").filter(|_| !t.contains("->") && !t.starts_with("route")) {
+        if let Some(sep) = t
+            .find("=>")
+            .filter(|_| !t.contains("->") && !t.starts_with("route"))
+        {
             let _ = sep;
             return Some(
                 Diagnostic::error("E0103", at(start, text, "=>"), "`=>` only appears inside a route")
@@ -69,16 +88,24 @@ pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic>
                 _ => format!("did you mean `node {key} {{ … }}` or `config {{ {key}: … }}`?"),
             };
             return Some(
-                Diagnostic::error("E0105", line, format!("unexpected `{key}:` in a graph body"))
-                    .label("YAML-style key")
-                    .help(hint),
+                Diagnostic::error(
+                    "E0105",
+                    line,
+                    format!("unexpected `{key}:` in a graph body"),
+                )
+                .label("YAML-style key")
+                .help(hint),
             );
         }
         if t.starts_with("elif ") || t.starts_with("if ") {
             return Some(
-                Diagnostic::error("E0106", line, "`if` statements are not part of the language")
-                    .label("control flow goes through routes")
-                    .help("branch with a route: `a -> route { condition => b  else => c }`"),
+                Diagnostic::error(
+                    "E0106",
+                    line,
+                    "`if` statements are not part of the language",
+                )
+                .label("control flow goes through routes")
+                .help("branch with a route: `a -> route { condition => b  else => c }`"),
             );
         }
     }

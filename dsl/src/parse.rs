@@ -55,16 +55,28 @@ pub fn parse(src: &str) -> Parsed {
     match AgParser::parse(Rule::file, src) {
         Ok(mut pairs) => {
             let Some(file_pair) = pairs.next() else {
-                return Parsed { file: None, diagnostics: diags };
+                return Parsed {
+                    file: None,
+                    diagnostics: diags,
+                };
             };
-            let mut b = Builder { src, diags: &mut diags };
+            let mut b = Builder {
+                src,
+                diags: &mut diags,
+            };
             let file = b.file(file_pair);
             diags.sort_by_key(|d| d.span.start);
-            Parsed { file: Some(file), diagnostics: diags }
+            Parsed {
+                file: Some(file),
+                diagnostics: diags,
+            }
         }
         Err(e) => {
             diags.push(pest_error(src, 0, &e, Context::Top));
-            Parsed { file: None, diagnostics: diags }
+            Parsed {
+                file: None,
+                diagnostics: diags,
+            }
         }
     }
 }
@@ -72,14 +84,22 @@ pub fn parse(src: &str) -> Parsed {
 /// Parses one expression (used by tests and tools).
 pub fn parse_expr(src: &str) -> Result<Expr, Diagnostic> {
     pest::set_error_detail(true);
-    let mut pairs = AgParser::parse(Rule::strict_expr, src).map_err(|e| pest_error(src, 0, &e, Context::Expr))?;
-    let strict = pairs.next().ok_or_else(|| Diagnostic::error("E0001", Span::new(0, src.len()), "empty expression"))?;
+    let mut pairs = AgParser::parse(Rule::strict_expr, src)
+        .map_err(|e| pest_error(src, 0, &e, Context::Expr))?;
+    let strict = pairs
+        .next()
+        .ok_or_else(|| Diagnostic::error("E0001", Span::new(0, src.len()), "empty expression"))?;
     let mut diags = Vec::new();
-    let mut b = Builder { src, diags: &mut diags };
+    let mut b = Builder {
+        src,
+        diags: &mut diags,
+    };
     let expr_pair = strict
         .into_inner()
         .find(|p| p.as_rule() == Rule::expr)
-        .ok_or_else(|| Diagnostic::error("E0001", Span::new(0, src.len()), "expected an expression"))?;
+        .ok_or_else(|| {
+            Diagnostic::error("E0001", Span::new(0, src.len()), "expected an expression")
+        })?;
     Ok(b.expr(expr_pair))
 }
 
@@ -114,21 +134,32 @@ impl Builder<'_> {
         };
         let d = match AgParser::parse(rule, text.trim_end()) {
             Err(e) => pest_error(self.src, at, &e, ctx),
-            Ok(_) => Diagnostic::error("E0002", span(p), format!("unexpected `{}`", first_token(text)))
-                .label("not understood here"),
+            Ok(_) => Diagnostic::error(
+                "E0002",
+                span(p),
+                format!("unexpected `{}`", first_token(text)),
+            )
+            .label("not understood here"),
         };
         self.diags.push(d);
     }
 
     fn file(&mut self, p: P) -> File {
-        let mut f = File { uses: Vec::new(), graphs: Vec::new() };
+        let mut f = File {
+            uses: Vec::new(),
+            graphs: Vec::new(),
+        };
         for item in p.into_inner() {
             match item.as_rule() {
                 Rule::use_decl => {
                     let s = span(&item);
                     let mut it = item.into_inner().filter(|x| !is_kw(x));
                     if let (Some(path), Some(alias)) = (it.next(), it.next()) {
-                        f.uses.push(UseDecl { path: self.string(path), alias: ident(alias), span: s });
+                        f.uses.push(UseDecl {
+                            path: self.string(path),
+                            alias: ident(alias),
+                            span: s,
+                        });
                     }
                 }
                 Rule::graph_decl => f.graphs.push(self.graph(item)),
@@ -142,14 +173,21 @@ impl Builder<'_> {
     fn graph(&mut self, p: P) -> GraphDecl {
         let s = span(&p);
         let mut it = p.into_inner().filter(|x| !is_kw(x));
-        let name = it.next().map(ident).unwrap_or_else(|| Ident { name: String::new(), span: s });
+        let name = it.next().map(ident).unwrap_or_else(|| Ident {
+            name: String::new(),
+            span: s,
+        });
         let mut items = Vec::new();
         for item in it {
             if let Some(gi) = self.graph_item(item) {
                 items.push(gi);
             }
         }
-        GraphDecl { name, items, span: s }
+        GraphDecl {
+            name,
+            items,
+            span: s,
+        }
     }
 
     fn graph_item(&mut self, p: P) -> Option<GraphItem> {
@@ -173,13 +211,22 @@ impl Builder<'_> {
                 let name = ident(it.next()?);
                 let provider = ident(it.next()?);
                 let options = self.object(it.next()?);
-                GraphItem::Model(ModelDecl { name, provider, options, span: s })
+                GraphItem::Model(ModelDecl {
+                    name,
+                    provider,
+                    options,
+                    span: s,
+                })
             }
             Rule::prompt_decl => {
                 let mut it = p.into_inner().filter(|x| !is_kw(x));
                 let name = ident(it.next()?);
                 let value = self.expr(it.next()?);
-                GraphItem::Prompt(PromptDecl { name, value, span: s })
+                GraphItem::Prompt(PromptDecl {
+                    name,
+                    value,
+                    span: s,
+                })
             }
             Rule::tools_decl => {
                 let mut it = p.into_inner().filter(|x| !is_kw(x));
@@ -192,15 +239,26 @@ impl Builder<'_> {
                         Some(ToolRef { name, options })
                     })
                     .collect();
-                GraphItem::Tools(ToolsDecl { name, tools, span: s })
+                GraphItem::Tools(ToolsDecl {
+                    name,
+                    tools,
+                    span: s,
+                })
             }
             Rule::node_decl => GraphItem::Node(self.node(p)?),
             Rule::edge_stmt => GraphItem::Edge(self.edge(p)?),
             Rule::interrupt_stmt => {
                 let mut it = p.into_inner().filter(|x| !is_kw(x));
                 let after = it.next()?.as_str() == "after";
-                let nodes = it.next().map(|l| l.into_inner().map(ident).collect()).unwrap_or_default();
-                GraphItem::Interrupt(InterruptStmt { after, nodes, span: s })
+                let nodes = it
+                    .next()
+                    .map(|l| l.into_inner().map(ident).collect())
+                    .unwrap_or_default();
+                GraphItem::Interrupt(InterruptStmt {
+                    after,
+                    nodes,
+                    span: s,
+                })
             }
             Rule::config_block => {
                 let obj = p.into_inner().find(|x| x.as_rule() == Rule::object)?;
@@ -217,8 +275,19 @@ impl Builder<'_> {
     fn field(&mut self, p: P) -> Field {
         let s = span(&p);
         let mut f = Field {
-            name: Ident { name: String::new(), span: s },
-            ty: TypeExpr { name: Ident { name: "json".into(), span: s }, arg: None, optional: false, span: s },
+            name: Ident {
+                name: String::new(),
+                span: s,
+            },
+            ty: TypeExpr {
+                name: Ident {
+                    name: "json".into(),
+                    span: s,
+                },
+                arg: None,
+                optional: false,
+                span: s,
+            },
             default: None,
             reducer: None,
             private: false,
@@ -272,7 +341,13 @@ impl Builder<'_> {
                 _ => {}
             }
         }
-        Some(NodeDecl { name, kind, body, has_body, span: s })
+        Some(NodeDecl {
+            name,
+            kind,
+            body,
+            has_body,
+            span: s,
+        })
     }
 
     fn entries(&mut self, p: P) -> Vec<Entry> {
@@ -289,7 +364,10 @@ impl Builder<'_> {
                 Rule::value_entry => {
                     let mut it = inner.into_inner();
                     if let (Some(k), Some(v)) = (it.next(), it.next()) {
-                        out.push(Entry::Value { key: ident(k), value: self.expr(v) });
+                        out.push(Entry::Value {
+                            key: ident(k),
+                            value: self.expr(v),
+                        });
                     }
                 }
                 Rule::block_entry => {
@@ -308,7 +386,11 @@ impl Builder<'_> {
                         };
                         entries.extend(self.entry_one(sub_inner));
                     }
-                    out.push(Entry::Block { key, entries, span: s });
+                    out.push(Entry::Block {
+                        key,
+                        entries,
+                        span: s,
+                    });
                 }
                 Rule::bad_item => self.bad(&inner, Context::Body),
                 _ => {}
@@ -323,7 +405,10 @@ impl Builder<'_> {
                 let mut it = inner.into_inner();
                 let k = it.next()?;
                 let v = it.next()?;
-                Some(Entry::Value { key: ident(k), value: self.expr(v) })
+                Some(Entry::Value {
+                    key: ident(k),
+                    value: self.expr(v),
+                })
             }
             Rule::block_entry => {
                 let s = span(&inner);
@@ -337,7 +422,11 @@ impl Builder<'_> {
                     };
                     entries.extend(self.entry_one(sub_inner));
                 }
-                Some(Entry::Block { key, entries, span: s })
+                Some(Entry::Block {
+                    key,
+                    entries,
+                    span: s,
+                })
             }
             Rule::bad_item => {
                 self.bad(&inner, Context::Body);
@@ -355,7 +444,10 @@ impl Builder<'_> {
             Rule::join_sources => {
                 let js = span(&ep);
                 let list = ep.into_inner().next()?;
-                Endpoint::Join(NameList { names: list.into_inner().map(ident).collect(), span: js })
+                Endpoint::Join(NameList {
+                    names: list.into_inner().map(ident).collect(),
+                    span: js,
+                })
             }
             _ => Endpoint::Node(ident(ep)),
         };
@@ -368,7 +460,11 @@ impl Builder<'_> {
                 _ => Target::Node(ident(inner)),
             });
         }
-        Some(EdgeStmt { from, hops, span: s })
+        Some(EdgeStmt {
+            from,
+            hops,
+            span: s,
+        })
     }
 
     fn route(&mut self, p: P) -> Option<RouteBlock> {
@@ -391,7 +487,11 @@ impl Builder<'_> {
                     _ => RouteTarget::Node(ident(inner)),
                 });
             }
-            arms.push(RouteArm { cond, targets, span: a_span });
+            arms.push(RouteArm {
+                cond,
+                targets,
+                span: a_span,
+            });
         }
         Some(RouteBlock { arms, span: s })
     }
@@ -403,7 +503,13 @@ impl Builder<'_> {
         let var = ident(it.next()?);
         let iter = self.expr(it.next()?);
         let payload = self.object(it.next()?);
-        Some(SendExpr { node, var, iter, payload, span: s })
+        Some(SendExpr {
+            node,
+            var,
+            iter,
+            payload,
+            span: s,
+        })
     }
 
     fn object(&mut self, p: P) -> ObjectLit {
@@ -411,11 +517,16 @@ impl Builder<'_> {
         let mut entries = Vec::new();
         for e in p.into_inner() {
             let mut it = e.into_inner();
-            let (Some(k), Some(v)) = (it.next(), it.next()) else { continue };
+            let (Some(k), Some(v)) = (it.next(), it.next()) else {
+                continue;
+            };
             let key = match k.as_rule() {
                 Rule::string => {
                     let lit = self.string(k);
-                    Ident { name: lit.value, span: lit.span }
+                    Ident {
+                        name: lit.value,
+                        span: lit.span,
+                    }
                 }
                 _ => ident(k),
             };
@@ -428,8 +539,17 @@ impl Builder<'_> {
         let s = span(&p);
         let raw = p.as_str().to_string();
         let triple = raw.starts_with("\"\"\"");
-        let value = if triple { dedent(&raw[3..raw.len() - 3]) } else { unescape(&raw[1..raw.len() - 1]) };
-        StrLit { value, triple, raw, span: s }
+        let value = if triple {
+            dedent(&raw[3..raw.len() - 3])
+        } else {
+            unescape(&raw[1..raw.len() - 1])
+        };
+        StrLit {
+            value,
+            triple,
+            raw,
+            span: s,
+        }
     }
 
     fn expr(&mut self, p: P) -> Expr {
@@ -439,8 +559,18 @@ impl Builder<'_> {
             .map_primary(|prim| self_primary(self.src, prim))
             .map_prefix(|op, rhs| {
                 let sp = span(&op).to(rhs.span);
-                let op = if op.as_rule() == Rule::op_not { UnOp::Not } else { UnOp::Neg };
-                Expr { kind: ExprKind::Unary { op, operand: Box::new(rhs) }, span: sp }
+                let op = if op.as_rule() == Rule::op_not {
+                    UnOp::Not
+                } else {
+                    UnOp::Neg
+                };
+                Expr {
+                    kind: ExprKind::Unary {
+                        op,
+                        operand: Box::new(rhs),
+                    },
+                    span: sp,
+                }
             })
             .map_infix(|lhs, op, rhs| {
                 let sp = lhs.span.to(rhs.span);
@@ -459,7 +589,14 @@ impl Builder<'_> {
                     Rule::op_div => BinOp::Div,
                     _ => BinOp::Rem,
                 };
-                Expr { kind: ExprKind::Binary { op, lhs: Box::new(lhs), rhs: Box::new(rhs) }, span: sp }
+                Expr {
+                    kind: ExprKind::Binary {
+                        op,
+                        lhs: Box::new(lhs),
+                        rhs: Box::new(rhs),
+                    },
+                    span: sp,
+                }
             })
             .parse(pairs);
         Expr { span: s, ..result }
@@ -469,22 +606,46 @@ impl Builder<'_> {
 /// Builds a postfix expression (`primary postfix*`).
 fn self_primary(src: &str, p: P) -> Expr {
     let mut diags = Vec::new();
-    let mut b = Builder { src, diags: &mut diags };
+    let mut b = Builder {
+        src,
+        diags: &mut diags,
+    };
     let mut it = p.into_inner();
     let Some(first) = it.next() else {
-        return Expr { kind: ExprKind::Null, span: Span::default() };
+        return Expr {
+            kind: ExprKind::Null,
+            span: Span::default(),
+        };
     };
     let mut e = b.atom(first);
     for post in it {
         let sp = e.span.to(span(&post));
         e = match post.as_rule() {
             Rule::field_access => {
-                let f = post.into_inner().next().map(ident).unwrap_or(Ident { name: String::new(), span: sp });
-                Expr { kind: ExprKind::Field { base: Box::new(e), field: f }, span: sp }
+                let f = post.into_inner().next().map(ident).unwrap_or(Ident {
+                    name: String::new(),
+                    span: sp,
+                });
+                Expr {
+                    kind: ExprKind::Field {
+                        base: Box::new(e),
+                        field: f,
+                    },
+                    span: sp,
+                }
             }
             _ => {
-                let idx = post.into_inner().next().map(|x| b.expr(x)).unwrap_or(Expr { kind: ExprKind::Null, span: sp });
-                Expr { kind: ExprKind::Index { base: Box::new(e), index: Box::new(idx) }, span: sp }
+                let idx = post.into_inner().next().map(|x| b.expr(x)).unwrap_or(Expr {
+                    kind: ExprKind::Null,
+                    span: sp,
+                });
+                Expr {
+                    kind: ExprKind::Index {
+                        base: Box::new(e),
+                        index: Box::new(idx),
+                    },
+                    span: sp,
+                }
             }
         };
     }
@@ -502,7 +663,9 @@ impl Builder<'_> {
                 let t = p.as_str();
                 match t.parse::<i64>() {
                     Ok(v) => ExprKind::Int { value: v },
-                    Err(_) => ExprKind::Float { value: t.parse().unwrap_or(f64::NAN) },
+                    Err(_) => ExprKind::Float {
+                        value: t.parse().unwrap_or(f64::NAN),
+                    },
                 }
             }
             Rule::duration => {
@@ -515,22 +678,39 @@ impl Builder<'_> {
                     "m" => n.saturating_mul(60_000),
                     _ => n.saturating_mul(3_600_000),
                 };
-                ExprKind::Duration { ms, text: t.to_string() }
+                ExprKind::Duration {
+                    ms,
+                    text: t.to_string(),
+                }
             }
-            Rule::string => ExprKind::Str { lit: self.string(p) },
+            Rule::string => ExprKind::Str {
+                lit: self.string(p),
+            },
             Rule::ident => ExprKind::Name { name: ident(p) },
             Rule::paren => match p.into_inner().next() {
-                Some(inner) => return Expr { span: s, ..self.expr(inner) },
+                Some(inner) => {
+                    return Expr {
+                        span: s,
+                        ..self.expr(inner)
+                    }
+                }
                 None => ExprKind::Null,
             },
             Rule::call => {
                 let mut it = p.into_inner();
-                let func = it.next().map(ident).unwrap_or(Ident { name: String::new(), span: s });
+                let func = it.next().map(ident).unwrap_or(Ident {
+                    name: String::new(),
+                    span: s,
+                });
                 let args = it.map(|a| self.expr(a)).collect();
                 ExprKind::Call { func, args }
             }
-            Rule::list => ExprKind::List { items: p.into_inner().map(|a| self.expr(a)).collect() },
-            Rule::object => ExprKind::Object { object: self.object(p) },
+            Rule::list => ExprKind::List {
+                items: p.into_inner().map(|a| self.expr(a)).collect(),
+            },
+            Rule::object => ExprKind::Object {
+                object: self.object(p),
+            },
             Rule::expr => return self.expr(p),
             _ => ExprKind::Null,
         };
@@ -562,7 +742,10 @@ fn is_kw(p: &P) -> bool {
 }
 
 fn ident(p: P) -> Ident {
-    Ident { name: p.as_str().to_string(), span: span(&p) }
+    Ident {
+        name: p.as_str().to_string(),
+        span: span(&p),
+    }
 }
 
 fn name_list_of(p: P, s: Span) -> NameList {
@@ -577,7 +760,10 @@ fn name_list_of(p: P, s: Span) -> NameList {
 fn type_expr(p: P) -> TypeExpr {
     let s = span(&p);
     let mut optional = false;
-    let mut name = Ident { name: String::new(), span: s };
+    let mut name = Ident {
+        name: String::new(),
+        span: s,
+    };
     let mut arg = None;
     for part in p.into_inner() {
         match part.as_rule() {
@@ -599,7 +785,12 @@ fn type_expr(p: P) -> TypeExpr {
             _ => {}
         }
     }
-    TypeExpr { name, arg, optional, span: s }
+    TypeExpr {
+        name,
+        arg,
+        optional,
+        span: s,
+    }
 }
 
 fn unescape(s: &str) -> String {
@@ -640,7 +831,16 @@ pub fn dedent(s: &str) -> String {
         .map(|l| l.len() - l.trim_start().len())
         .min()
         .unwrap_or(0);
-    body.lines().map(|l| if l.len() >= indent { &l[indent..] } else { l.trim_start() }).collect::<Vec<_>>().join("\n")
+    body.lines()
+        .map(|l| {
+            if l.len() >= indent {
+                &l[indent..]
+            } else {
+                l.trim_start()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn first_token(text: &str) -> &str {
@@ -711,9 +911,11 @@ fn pest_error(src: &str, offset: usize, e: &pest::error::Error<Rule>, ctx: Conte
         InputLocation::Span((a, _)) => a,
     };
     let mut expected: Vec<String> = match &e.variant {
-        ErrorVariant::ParsingError { positives, .. } => {
-            positives.iter().filter_map(|r| describe(*r)).map(str::to_string).collect()
-        }
+        ErrorVariant::ParsingError { positives, .. } => positives
+            .iter()
+            .filter_map(|r| describe(*r))
+            .map(str::to_string)
+            .collect(),
         ErrorVariant::CustomError { .. } => Vec::new(),
     };
     // pest reports only rules; its parse attempts also know the punctuation it expected at the
@@ -727,7 +929,11 @@ fn pest_error(src: &str, offset: usize, e: &pest::error::Error<Rule>, ctx: Conte
             for t in att.expected_tokens() {
                 let token = t.to_string();
                 let is_space = matches!(token.as_str(), " " | "\t" | "\r" | "\n" | "#");
-                if !is_space && !token.trim().is_empty() && !token.contains("..") && token != "BUILTIN_RULE" {
+                if !is_space
+                    && !token.trim().is_empty()
+                    && !token.contains("..")
+                    && token != "BUILTIN_RULE"
+                {
                     expected.push(format!("`{token}`"));
                 }
             }
@@ -735,7 +941,11 @@ fn pest_error(src: &str, offset: usize, e: &pest::error::Error<Rule>, ctx: Conte
     }
     let pos = rel + offset;
     let rest = src.get(pos..).unwrap_or("");
-    let found = if rest.trim().is_empty() { "the end of the file".to_string() } else { format!("`{}`", first_token(rest)) };
+    let found = if rest.trim().is_empty() {
+        "the end of the file".to_string()
+    } else {
+        format!("`{}`", first_token(rest))
+    };
     expected.sort_unstable();
     expected.dedup();
     group_tokens(&mut expected);
@@ -755,16 +965,32 @@ fn pest_error(src: &str, offset: usize, e: &pest::error::Error<Rule>, ctx: Conte
     };
     let len = first_token(rest).len().max(1).min(rest.len().max(1));
     let end = (pos + len).min(src.len());
-    Diagnostic::error("E0001", Span::new(pos.min(src.len()), end), format!("expected {what}, found {found}"))
-        .label(format!("expected {what}"))
+    Diagnostic::error(
+        "E0001",
+        Span::new(pos.min(src.len()), end),
+        format!("expected {what}, found {found}"),
+    )
+    .label(format!("expected {what}"))
 }
 
 /// Replaces families of expected tokens by what they start: an expression, a name, an item.
 fn group_tokens(expected: &mut Vec<String>) {
-    const EXPR: [&str; 10] = ["`\"\"\"`", "`\"`", "`(`", "`-`", "`[`", "`false`", "`not`", "`null`", "`true`", "`{`"];
-    const ITEM: [&str; 9] =
-        ["`state`", "`input`", "`output`", "`model`", "`prompt`", "`tools`", "`node`", "`interrupt`", "`config`"];
-    let has = |set: &[&str], e: &Vec<String>| set.iter().filter(|t| e.iter().any(|x| x == *t)).count();
+    const EXPR: [&str; 10] = [
+        "`\"\"\"`", "`\"`", "`(`", "`-`", "`[`", "`false`", "`not`", "`null`", "`true`", "`{`",
+    ];
+    const ITEM: [&str; 9] = [
+        "`state`",
+        "`input`",
+        "`output`",
+        "`model`",
+        "`prompt`",
+        "`tools`",
+        "`node`",
+        "`interrupt`",
+        "`config`",
+    ];
+    let has =
+        |set: &[&str], e: &Vec<String>| set.iter().filter(|t| e.iter().any(|x| x == *t)).count();
     if has(&EXPR, expected) >= 4 {
         expected.retain(|x| !EXPR.contains(&x.as_str()) && x != "`_`");
         expected.push("an expression".into());

@@ -52,7 +52,11 @@ fn references(f: &File) -> Vec<&StrLit> {
     let mut out: Vec<&StrLit> = f.uses.iter().map(|u| &u.path).collect();
     for g in &f.graphs {
         for item in &g.items {
-            if let GraphItem::Node(NodeDecl { kind: Some(NodeKind::Subgraph(SubgraphRef::Path(p))), .. }) = item {
+            if let GraphItem::Node(NodeDecl {
+                kind: Some(NodeKind::Subgraph(SubgraphRef::Path(p))),
+                ..
+            }) = item
+            {
                 out.push(p);
             }
         }
@@ -64,15 +68,27 @@ impl Project {
     /// Loads `path` and, recursively, what it references.
     pub fn load(path: impl AsRef<Path>) -> Result<Project, LoadError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError { path: path.display().to_string(), source: e })?;
+        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+            path: path.display().to_string(),
+            source: e,
+        })?;
         Ok(Self::from_source(path, text))
     }
 
     /// Builds a project from the root file's text (references are read from disk).
     pub fn from_source(path: &Path, text: String) -> Project {
         let root = key(path);
-        let mut p = Project { root: root.clone(), sources: BTreeMap::new(), diagnostics: Vec::new() };
-        p.add(root.clone(), path.display().to_string(), text, &mut vec![root]);
+        let mut p = Project {
+            root: root.clone(),
+            sources: BTreeMap::new(),
+            diagnostics: Vec::new(),
+        };
+        p.add(
+            root.clone(),
+            path.display().to_string(),
+            text,
+            &mut vec![root],
+        );
         p
     }
 
@@ -83,8 +99,20 @@ impl Project {
             self.diagnostics.push(d);
         }
         let dir = k.parent().map(Path::to_path_buf).unwrap_or_default();
-        let refs: Vec<StrLit> = parsed.file.as_ref().map(|f| references(f).into_iter().cloned().collect()).unwrap_or_default();
-        self.sources.insert(k.clone(), Source { path: k.clone(), name: name.clone(), text, ast: parsed.file });
+        let refs: Vec<StrLit> = parsed
+            .file
+            .as_ref()
+            .map(|f| references(f).into_iter().cloned().collect())
+            .unwrap_or_default();
+        self.sources.insert(
+            k.clone(),
+            Source {
+                path: k.clone(),
+                name: name.clone(),
+                text,
+                ast: parsed.file,
+            },
+        );
         for r in refs {
             let target = dir.join(&r.value);
             let tk = key(&target);
@@ -92,11 +120,19 @@ impl Project {
                 let chain: Vec<String> = stack[pos..]
                     .iter()
                     .chain(std::iter::once(&tk))
-                    .map(|p| p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default())
+                    .map(|p| {
+                        p.file_name()
+                            .map(|f| f.to_string_lossy().into_owned())
+                            .unwrap_or_default()
+                    })
                     .collect();
-                let mut d = Diagnostic::error("E0251", r.span, format!("import cycle: {}", chain.join(" -> ")))
-                    .label("this reference closes the cycle")
-                    .help("a graph cannot contain itself; move the shared part into a third file");
+                let mut d = Diagnostic::error(
+                    "E0251",
+                    r.span,
+                    format!("import cycle: {}", chain.join(" -> ")),
+                )
+                .label("this reference closes the cycle")
+                .help("a graph cannot contain itself; move the shared part into a third file");
                 d.file = name.clone();
                 self.diagnostics.push(d);
                 continue;
@@ -111,9 +147,16 @@ impl Project {
                     stack.pop();
                 }
                 Err(e) => {
-                    let mut d = Diagnostic::error("E0250", r.span, format!("cannot read `{}`: {e}", r.value))
-                        .label("file not found")
-                        .help(format!("paths are relative to this file's folder ({})", dir.display()));
+                    let mut d = Diagnostic::error(
+                        "E0250",
+                        r.span,
+                        format!("cannot read `{}`: {e}", r.value),
+                    )
+                    .label("file not found")
+                    .help(format!(
+                        "paths are relative to this file's folder ({})",
+                        dir.display()
+                    ));
                     d.file = name.clone();
                     self.diagnostics.push(d);
                 }
@@ -152,12 +195,23 @@ impl Project {
             if let GraphItem::Prompt(p) = item {
                 if let ExprKind::Call { func, args } = &p.value.kind {
                     if func.name == "file" {
-                        if let Some(Expr { kind: ExprKind::Str { lit }, .. }) = args.first() {
+                        if let Some(Expr {
+                            kind: ExprKind::Str { lit },
+                            ..
+                        }) = args.first()
+                        {
                             if !dir.join(&lit.value).is_file() {
                                 out.push(
-                                    Diagnostic::error("E0252", lit.span, format!("prompt file `{}` does not exist", lit.value))
-                                        .label("file not found")
-                                        .help(format!("paths are relative to this file's folder ({})", dir.display())),
+                                    Diagnostic::error(
+                                        "E0252",
+                                        lit.span,
+                                        format!("prompt file `{}` does not exist", lit.value),
+                                    )
+                                    .label("file not found")
+                                    .help(format!(
+                                        "paths are relative to this file's folder ({})",
+                                        dir.display()
+                                    )),
                                 );
                             }
                         }
@@ -173,19 +227,33 @@ impl Project {
         if diags.iter().any(Diagnostic::is_error) {
             return Err(diags);
         }
-        let resolver = Resolver { project: self, reg, cache: RefCell::new(HashMap::new()) };
+        let resolver = Resolver {
+            project: self,
+            reg,
+            cache: RefCell::new(HashMap::new()),
+        };
         resolver.compile_file(&self.root)
     }
 
     /// Renders a diagnostic with its file's text.
     pub fn render(&self, d: &Diagnostic, color: bool, width: usize) -> String {
-        let text = self.sources.values().find(|s| s.name == d.file).map(|s| s.text.as_str()).unwrap_or("");
+        let text = self
+            .sources
+            .values()
+            .find(|s| s.name == d.file)
+            .map(|s| s.text.as_str())
+            .unwrap_or("");
         diagnostic::render(d, text, color, width)
     }
 
     /// The JSON form of a diagnostic (with line and column).
     pub fn to_json(&self, d: &Diagnostic) -> serde_json::Value {
-        let text = self.sources.values().find(|s| s.name == d.file).map(|s| s.text.as_str()).unwrap_or("");
+        let text = self
+            .sources
+            .values()
+            .find(|s| s.name == d.file)
+            .map(|s| s.text.as_str())
+            .unwrap_or("");
         diagnostic::to_json(d, text)
     }
 
@@ -207,25 +275,36 @@ impl Resolver<'_> {
             return Ok(g.clone());
         }
         let src = self.project.sources.get(path).ok_or_else(|| {
-            vec![Diagnostic::error("E0250", Span::default(), format!("{} was not loaded", path.display()))]
+            vec![Diagnostic::error(
+                "E0250",
+                Span::default(),
+                format!("{} was not loaded", path.display()),
+            )]
         })?;
         let ast = src.ast.as_ref().ok_or_else(Vec::new)?;
         let g = ast.graphs.first().ok_or_else(|| {
-            vec![Diagnostic::error("E0200", Span::default(), format!("{} declares no graph", src.name))]
+            vec![Diagnostic::error(
+                "E0200",
+                Span::default(),
+                format!("{} declares no graph", src.name),
+            )]
         })?;
         let mut scratch = Vec::new();
         let symbols = check_graph(g, &ast.uses, self.reg, &mut scratch);
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let prompts = prompts(g, &dir);
-        let compiled = compile_graph(g, &symbols, self.reg, &dir, &prompts, self).map_err(|ds| {
-            ds.into_iter()
-                .map(|mut d| {
-                    d.file = src.name.clone();
-                    d
-                })
-                .collect::<Vec<_>>()
-        })?;
-        self.cache.borrow_mut().insert(path.to_path_buf(), compiled.clone());
+        let compiled =
+            compile_graph(g, &symbols, self.reg, &dir, &prompts, self).map_err(|ds| {
+                ds.into_iter()
+                    .map(|mut d| {
+                        d.file = src.name.clone();
+                        d
+                    })
+                    .collect::<Vec<_>>()
+            })?;
+        self.cache
+            .borrow_mut()
+            .insert(path.to_path_buf(), compiled.clone());
         Ok(compiled)
     }
 
@@ -234,7 +313,11 @@ impl Resolver<'_> {
             if src.path.parent() != Some(base_dir) {
                 continue;
             }
-            if let Some(u) = src.ast.as_ref().and_then(|a| a.uses.iter().find(|u| u.alias.name == alias)) {
+            if let Some(u) = src
+                .ast
+                .as_ref()
+                .and_then(|a| a.uses.iter().find(|u| u.alias.name == alias))
+            {
                 return Some(key(&base_dir.join(&u.path.value)));
             }
         }
@@ -248,11 +331,19 @@ impl SubgraphResolver for Resolver<'_> {
             SubgraphRef::Path(p) => (key(&base_dir.join(&p.value)), p.span),
             SubgraphRef::Alias(a) => match self.alias_path(&a.name, base_dir) {
                 Some(p) => (p, a.span),
-                None => return Err(Diagnostic::error("E0250", a.span, format!("`{}` is not imported", a.name))),
+                None => {
+                    return Err(Diagnostic::error(
+                        "E0250",
+                        a.span,
+                        format!("`{}` is not imported", a.name),
+                    ))
+                }
             },
         };
         self.compile_file(&path).map_err(|ds| {
-            ds.into_iter().next().unwrap_or_else(|| Diagnostic::error("E0250", span, "the subgraph does not compile"))
+            ds.into_iter().next().unwrap_or_else(|| {
+                Diagnostic::error("E0250", span, "the subgraph does not compile")
+            })
         })
     }
 }
@@ -264,10 +355,14 @@ pub fn prompts(g: &GraphDecl, dir: &Path) -> BTreeMap<String, String> {
         let GraphItem::Prompt(p) = item else { continue };
         let text = match &p.value.kind {
             ExprKind::Str { lit } => lit.value.clone(),
-            ExprKind::Call { func, args } if func.name == "file" => match args.first().map(|a| &a.kind) {
-                Some(ExprKind::Str { lit }) => std::fs::read_to_string(dir.join(&lit.value)).unwrap_or_default(),
-                _ => String::new(),
-            },
+            ExprKind::Call { func, args } if func.name == "file" => {
+                match args.first().map(|a| &a.kind) {
+                    Some(ExprKind::Str { lit }) => {
+                        std::fs::read_to_string(dir.join(&lit.value)).unwrap_or_default()
+                    }
+                    _ => String::new(),
+                }
+            }
             _ => String::new(),
         };
         out.insert(p.name.name.clone(), text);

@@ -21,15 +21,27 @@ pub struct EntrySpec {
 impl EntrySpec {
     /// An optional `key: value` entry.
     pub const fn value(name: &'static str) -> Self {
-        EntrySpec { name, required: false, block: false }
+        EntrySpec {
+            name,
+            required: false,
+            block: false,
+        }
     }
     /// A required `key: value` entry.
     pub const fn required(name: &'static str) -> Self {
-        EntrySpec { name, required: true, block: false }
+        EntrySpec {
+            name,
+            required: true,
+            block: false,
+        }
     }
     /// An optional block entry.
     pub const fn block(name: &'static str) -> Self {
-        EntrySpec { name, required: false, block: true }
+        EntrySpec {
+            name,
+            required: false,
+            block: true,
+        }
     }
 }
 
@@ -81,7 +93,11 @@ impl Default for Registry {
         kinds.insert(
             "set".to_string(),
             KindEntry {
-                entries: vec![EntrySpec { name: "set", required: true, block: true }],
+                entries: vec![EntrySpec {
+                    name: "set",
+                    required: true,
+                    block: true,
+                }],
                 doc: "pure updates from expressions: `set { channel: expr }`".into(),
                 factory: None,
             },
@@ -96,9 +112,18 @@ impl Default for Registry {
         );
         kinds.insert(
             "noop".to_string(),
-            KindEntry { entries: vec![], doc: "does nothing (a junction)".into(), factory: None },
+            KindEntry {
+                entries: vec![],
+                doc: "does nothing (a junction)".into(),
+                factory: None,
+            },
         );
-        Registry { reducers: ReducerRegistry::default(), kinds, tools: BTreeMap::new(), providers: BTreeSet::new() }
+        Registry {
+            reducers: ReducerRegistry::default(),
+            kinds,
+            tools: BTreeMap::new(),
+            providers: BTreeSet::new(),
+        }
     }
 }
 
@@ -111,12 +136,23 @@ impl Registry {
         doc: impl Into<String>,
         factory: Arc<dyn NodeFactory>,
     ) -> &mut Self {
-        self.kinds.insert(name.into(), KindEntry { entries, doc: doc.into(), factory: Some(factory) });
+        self.kinds.insert(
+            name.into(),
+            KindEntry {
+                entries,
+                doc: doc.into(),
+                factory: Some(factory),
+            },
+        );
         self
     }
 
     /// Registers a tool name.
-    pub fn register_tool(&mut self, name: impl Into<String>, description: impl Into<String>) -> &mut Self {
+    pub fn register_tool(
+        &mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+    ) -> &mut Self {
         self.tools.insert(name.into(), description.into());
         self
     }
@@ -126,7 +162,14 @@ impl Registry {
 pub const COMMON_ENTRIES: &[EntrySpec] = &[EntrySpec::block("retry"), EntrySpec::value("timeout")];
 
 /// Keys of a `retry { … }` block.
-pub const RETRY_KEYS: &[&str] = &["max_attempts", "initial", "backoff", "max", "jitter", "retry_on"];
+pub const RETRY_KEYS: &[&str] = &[
+    "max_attempts",
+    "initial",
+    "backoff",
+    "max",
+    "jitter",
+    "retry_on",
+];
 
 /// Keys of `config { … }`.
 pub const CONFIG_KEYS: &[&str] = &["recursion_limit"];

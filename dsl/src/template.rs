@@ -61,7 +61,8 @@ pub fn holes(s: &str, at: Span) -> Result<Vec<(Expr, Vec<String>)>, (Span, Strin
     let mut out = Vec::new();
     for p in ps {
         if let Piece::Hole { expr, filters, .. } = p {
-            let e = crate::parse::parse_expr(&expr).map_err(|d| (at, format!("in template `{{{{ {expr} }}}}`: {}", d.message)))?;
+            let e = crate::parse::parse_expr(&expr)
+                .map_err(|d| (at, format!("in template `{{{{ {expr} }}}}`: {}", d.message)))?;
             out.push((e, filters));
         }
     }
