@@ -118,9 +118,35 @@ pub fn fmt(path: &Path, check_only: bool) -> u8 {
 
 /// `agentgraph viz`.
 pub fn viz(path: &Path, format: &str) -> u8 {
-    let _ = (path, format);
-    eprintln!("error: viz is not wired yet");
-    exit::USAGE
+    let format: agentgraph_dsl::viz::Format = match format.parse() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let project = match Project::load(path) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return exit::USAGE;
+        }
+    };
+    let diags = project.check(&registry());
+    if diags.iter().any(Diagnostic::is_error) {
+        print_diagnostics(&project, &diags, false);
+        return exit::USAGE;
+    }
+    match agentgraph_dsl::viz::render(&project, format) {
+        Ok(text) => {
+            print!("{text}");
+            exit::DONE
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            exit::USAGE
+        }
+    }
 }
 
 /// Parses a JSON argument, or explains what is wrong.

@@ -67,6 +67,21 @@ pub fn value_type(t: &TypeExpr) -> Result<ValueType, Diagnostic> {
                 t.name.name, t.name.name
             )))
         }
+        (n, Some(_)) if !NAMES.contains(&n) => {
+            let hint = match n {
+                "array" | "vec" | "Vec" | "List" => Some("list"),
+                "dict" | "object" | "Map" | "HashMap" => Some("map"),
+                _ => did_you_mean(n, ["list", "map"]),
+            };
+            return Err(
+                Diagnostic::error("E0202", t.name.span, format!("unknown type `{n}`"))
+                    .label("not a type")
+                    .help(match hint {
+                        Some(h) => format!("did you mean `{h}<…>`?"),
+                        None => "generic types are `list<T>` and `map<T>`".to_string(),
+                    }),
+            );
+        }
         (n, Some(_)) => {
             return Err(Diagnostic::error(
                 "E0202",
@@ -105,6 +120,17 @@ pub fn value_type(t: &TypeExpr) -> Result<ValueType, Diagnostic> {
 }
 
 const KNOWN_WORDS: [&str; 2] = ["START", "END"];
+
+/// A word with its indefinite article: `a string`, `an int`, an `` `interrupt` ``.
+fn a(word: impl std::fmt::Display) -> String {
+    let w = word.to_string();
+    let first = w.trim_start_matches('`').chars().next().unwrap_or('x');
+    if "aeiouAEIOU".contains(first) {
+        format!("an {w}")
+    } else {
+        format!("a {w}")
+    }
+}
 
 /// Checks one graph; returns its symbols for the compiler.
 pub fn check_graph<'a>(
@@ -185,10 +211,18 @@ pub fn check_graph<'a>(
                                     Diagnostic::error(
                                         "E0204",
                                         d.span,
-                                        format!("the default of `{}` is not a {ty}", f.name.name),
+                                        format!(
+                                            "the default of `{}` is not {}",
+                                            f.name.name,
+                                            a(&ty)
+                                        ),
                                     )
-                                    .label(format!("{m}"))
-                                    .with_label(f.ty.span, "declared type"),
+                                    .label(m.to_string().replace(" at $", ""))
+                                    .with_label(f.ty.span, "declared type")
+                                    .help(format!(
+                                        "write {} here, or change the channel's type",
+                                        a(&ty)
+                                    )),
                                 );
                             }
                         }
@@ -211,26 +245,21 @@ pub fn check_graph<'a>(
                             n.name.span,
                             format!("`{}` is reserved", n.name.name),
                         )
-                        .label("reserved name"),
+                        .label("reserved name")
+                        .help("START and END are built in, and names starting with `__` belong to the runtime; choose another name"),
                     );
                 } else if define("node", &n.name, out) {
                     s.nodes.insert(n.name.name.clone(), n);
                 }
             }
-            GraphItem::Model(m) => {
-                if define("model", &m.name, out) {
-                    s.models.insert(m.name.name.clone(), m);
-                }
+            GraphItem::Model(m) if define("model", &m.name, out) => {
+                s.models.insert(m.name.name.clone(), m);
             }
-            GraphItem::Prompt(p) => {
-                if define("prompt", &p.name, out) {
-                    s.prompts.insert(p.name.name.clone(), p);
-                }
+            GraphItem::Prompt(p) if define("prompt", &p.name, out) => {
+                s.prompts.insert(p.name.name.clone(), p);
             }
-            GraphItem::Tools(t) => {
-                if define("tool set", &t.name, out) {
-                    s.toolsets.insert(t.name.name.clone(), t);
-                }
+            GraphItem::Tools(t) if define("tool set", &t.name, out) => {
+                s.toolsets.insert(t.name.name.clone(), t);
             }
             _ => {}
         }
@@ -424,7 +453,8 @@ impl Checker<'_, '_> {
                                     v.span,
                                     "recursion_limit must be a positive integer",
                                 )
-                                .label("not a positive integer"),
+                                .label("not a positive integer")
+                                .help("the most steps a run may take, e.g. `config { recursion_limit: 50 }`"),
                             );
                         }
                     }
@@ -560,7 +590,11 @@ impl Checker<'_, '_> {
                     Diagnostic::error(
                         "E0211",
                         key.span,
-                        format!("`{}` is not an entry of a `{kind}` node", key.name),
+                        format!(
+                            "`{}` is not an entry of {} node",
+                            key.name,
+                            a(format!("`{kind}`"))
+                        ),
                     )
                     .label("unknown entry")
                     .help(suggestion(
@@ -595,15 +629,22 @@ impl Checker<'_, '_> {
                                                     "E0232",
                                                     value.span,
                                                     format!(
-                                                        "`{}` is a {t}, this is a {ty}",
-                                                        key.name
+                                                        "`{}` is {}, this is {}",
+                                                        key.name,
+                                                        a(&t),
+                                                        a(&ty)
                                                     ),
                                                 )
                                                 .label(format!("{ty}"))
                                                 .with_label(
                                                     self.s.channels[&key.name].field.ty.span,
                                                     "declared here",
-                                                ),
+                                                )
+                                                .help(format!(
+                                                    "write {} value, or change the type of `{}`",
+                                                    a(&t),
+                                                    key.name
+                                                )),
                                             );
                                         }
                                     }
@@ -615,7 +656,8 @@ impl Checker<'_, '_> {
                                     key.span,
                                     "a `set` block holds `channel: expression` entries",
                                 )
-                                .label("nested block"),
+                                .label("nested block")
+                                .help("write one `channel: expression` entry per channel, e.g. `set { count: count + 1 }`"),
                             ),
                         }
                     }
@@ -654,7 +696,10 @@ impl Checker<'_, '_> {
                     ExprKind::Name { name } => self.unknown_channel(name),
                     _ => self.out.push(
                         Diagnostic::error("E0211", value.span, "`write` names a channel")
-                            .label("not a channel name"),
+                            .label("not a channel name")
+                            .help(
+                                "name the channel that receives the answer, e.g. `write: decision`",
+                            ),
                     ),
                 },
                 ("in", Entry::Block { entries, .. }) => {
@@ -687,7 +732,7 @@ impl Checker<'_, '_> {
                     Diagnostic::error(
                         "E0212",
                         n.name.span,
-                        format!("a `{kind}` node needs `{}`", req.name),
+                        format!("{} node needs `{}`", a(format!("`{kind}`")), req.name),
                     )
                     .label(format!("missing `{}`", req.name))
                     .help(if req.block {
@@ -716,7 +761,7 @@ impl Checker<'_, '_> {
                 Diagnostic::error(
                     "E0232",
                     e.span,
-                    format!("a condition must be a bool, this is a {ty}"),
+                    format!("a condition must be a bool, this is {}", a(&ty)),
                 )
                 .label(format!("{ty}"))
                 .help("compare it (`len(items) > 0`, `status == \"done\"`) to get a bool"),
@@ -840,7 +885,11 @@ impl Checker<'_, '_> {
                     UnOp::Not => Ty::Bool,
                     UnOp::Neg => {
                         if !t.is_number() {
-                            self.type_error(e.span, format!("`-` needs a number, this is a {t}"));
+                            self.type_error(
+                                e.span,
+                                format!("`-` needs a number, this is {}", a(&t)),
+                                "only int and float values can be negated",
+                            );
                         }
                         t
                     }
@@ -861,7 +910,8 @@ impl Checker<'_, '_> {
                         if !ok {
                             self.type_error(
                                 e.span,
-                                format!("cannot compare a {l} with a {r} using `{}`", op.symbol()),
+                                format!("cannot compare {} with {} using `{}`", a(&l), a(&r), op.symbol()),
+                                "compare numbers with numbers and strings with strings; convert with `int(…)` or `str(…)`",
                             );
                         }
                         Ty::Bool
@@ -882,23 +932,30 @@ impl Checker<'_, '_> {
                             }
                             _ => {
                                 let hint = if lb == Ty::String || rb == Ty::String {
-                                    " (convert with `str(…)`, or use a template \"{{ x }}\")"
+                                    "convert the other side with `str(…)`, or use a template: \"{{ count }} items\""
                                 } else {
-                                    ""
+                                    "`+` adds numbers, joins two strings and concatenates two lists"
                                 };
                                 self.type_error(
                                     e.span,
-                                    format!("cannot add a {l} and a {r}{hint}"),
+                                    format!("cannot add {} and {}", a(&l), a(&r)),
+                                    hint,
                                 );
                                 Ty::Any
                             }
                         }
                     }
                     BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => {
-                        if !any && !(l.is_number() && r.is_number()) {
+                        if !(any || l.is_number() && r.is_number()) {
                             self.type_error(
                                 e.span,
-                                format!("`{}` needs numbers, got a {l} and a {r}", op.symbol()),
+                                format!(
+                                    "`{}` needs numbers, got {} and {}",
+                                    op.symbol(),
+                                    a(&l),
+                                    a(&r)
+                                ),
+                                "arithmetic works on int and float values",
                             );
                             return Ty::Any;
                         }
@@ -915,9 +972,12 @@ impl Checker<'_, '_> {
         }
     }
 
-    fn type_error(&mut self, span: Span, message: String) {
-        self.out
-            .push(Diagnostic::error("E0232", span, message).label("type error"));
+    fn type_error(&mut self, span: Span, message: String, help: &str) {
+        self.out.push(
+            Diagnostic::error("E0232", span, message)
+                .label("type error")
+                .help(help),
+        );
     }
 
     fn template(&mut self, lit: &StrLit, locals: &[String]) {
@@ -964,7 +1024,8 @@ impl Checker<'_, '_> {
                     if n.name == "END" {
                         self.out.push(
                             Diagnostic::error("E0221", n.span, "END cannot be waited on")
-                                .label("not a source"),
+                                .label("not a source")
+                                .help("wait on the nodes that run before END instead"),
                         );
                     }
                 }
@@ -978,7 +1039,10 @@ impl Checker<'_, '_> {
                     if n.name == "END" && i < last {
                         self.out.push(
                             Diagnostic::error("E0221", n.span, "nothing can follow END")
-                                .label("END ends the chain"),
+                                .label("END ends the chain")
+                                .help(
+                                    "end the chain at END, and start a new edge for what runs next",
+                                ),
                         );
                     }
                 }
@@ -1035,7 +1099,8 @@ impl Checker<'_, '_> {
                         a.span,
                         "this arm comes after `else` and never runs",
                     )
-                    .label("unreachable arm"),
+                    .label("unreachable arm")
+                    .help("move the `else` arm to the end of the route, or remove this arm"),
                 );
             }
             match &a.cond {
@@ -1060,11 +1125,13 @@ impl Checker<'_, '_> {
                     "E0232",
                     s.iter.span,
                     format!(
-                        "`send … for {} in` needs a list, this is a {ty}",
-                        s.var.name
+                        "`send … for {} in` needs a list, this is {}",
+                        s.var.name,
+                        a(&ty)
                     ),
                 )
-                .label("not a list"),
+                .label("not a list")
+                .help("fan out over a list: a `list<…>` channel, a list literal or `range(n)`"),
             );
         }
         let locals = vec![s.var.name.clone()];
@@ -1089,6 +1156,8 @@ impl Checker<'_, '_> {
             }
         };
         let mut has_dynamic_exit: BTreeSet<String> = BTreeSet::new();
+        // What each node triggers: static targets (all run), and route arms (one runs).
+        let mut fanout: BTreeMap<String, (BTreeSet<String>, Vec<Vec<String>>)> = BTreeMap::new();
         for item in &g.items {
             let GraphItem::Edge(e) = item else { continue };
             let mut prev: Vec<String> = match &e.from {
@@ -1112,6 +1181,19 @@ impl Checker<'_, '_> {
                 for p in &prev {
                     for t in &targets {
                         link(&mut pg, p, t);
+                    }
+                    let (statics, arms) = fanout.entry(p.clone()).or_default();
+                    match h {
+                        Target::Route(r) => arms.extend(r.arms.iter().map(|a| {
+                            a.targets
+                                .iter()
+                                .map(|t| match t {
+                                    RouteTarget::Node(n) => n.name.clone(),
+                                    RouteTarget::Send(s) => s.node.name.clone(),
+                                })
+                                .collect()
+                        })),
+                        _ => statics.extend(targets.iter().cloned()),
                     }
                 }
                 prev = targets;
@@ -1166,16 +1248,24 @@ impl Checker<'_, '_> {
                 );
             }
         }
-        // Two nodes that START (or one node) fans out to, writing one replace channel.
+        // Two nodes that START (or one node) fans out to, writing one replace channel. A route
+        // runs one arm: its static targets run with the targets of that arm only.
         let mut groups: Vec<Vec<&str>> = Vec::new();
-        for from in std::iter::once("START").chain(self.s.nodes.keys().map(String::as_str)) {
-            let succ: Vec<&str> = pg
-                .neighbors(idx[from])
-                .map(|x| pg[x])
-                .filter(|n| *n != "END")
-                .collect();
-            if succ.len() > 1 {
-                groups.push(succ);
+        for (statics, arms) in fanout.values() {
+            let with_arms: Vec<Vec<&str>> = if arms.is_empty() {
+                vec![statics.iter().map(String::as_str).collect()]
+            } else {
+                arms.iter()
+                    .map(|arm| statics.iter().chain(arm).map(String::as_str).collect())
+                    .collect()
+            };
+            for mut succ in with_arms {
+                succ.retain(|n| *n != "END" && self.s.nodes.contains_key(*n));
+                succ.sort_by_key(|n| self.s.nodes[*n].name.span.start);
+                succ.dedup();
+                if succ.len() > 1 {
+                    groups.push(succ);
+                }
             }
         }
         let mut reported = BTreeSet::new();

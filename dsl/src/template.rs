@@ -55,8 +55,11 @@ pub fn pieces(s: &str) -> Result<Vec<Piece>, (usize, String)> {
     Ok(out)
 }
 
+/// A parsed hole: its expression and filter names.
+pub type Hole = (Expr, Vec<String>);
+
 /// Parses every hole's expression (for checks), with spans relative to `at`.
-pub fn holes(s: &str, at: Span) -> Result<Vec<(Expr, Vec<String>)>, (Span, String)> {
+pub fn holes(s: &str, at: Span) -> Result<Vec<Hole>, (Span, String)> {
     let ps = pieces(s).map_err(|(o, m)| (Span::new(at.start + o, at.start + o + 2), m))?;
     let mut out = Vec::new();
     for p in ps {

@@ -1,0 +1,160 @@
+//! The checkpointer of one workload instance: none, in-memory, or sled in a fresh folder.
+
+use crate::config::StoreKind;
+use crate::BenchError;
+use agentgraph_runtime::checkpoint::KvStore;
+use agentgraph_runtime::{Checkpointer, CompiledGraph, MemoryCheckpointer, SledCheckpointer};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A store opened for one workload instance (the measured one, or the warm-up's throwaway).
+pub enum Store {
+    /// No checkpointer.
+    None,
+    /// The in-memory checkpointer.
+    Memory(Arc<MemoryCheckpointer>),
+    /// The sled checkpointer and the temporary folder holding it (removed on drop).
+    Sled {
+        /// The checkpointer.
+        cp: Arc<SledCheckpointer>,
+        /// The folder of the sled database.
+        dir: tempfile::TempDir,
+    },
+}
+
+/// What is left of a store after it is closed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreStats {
+    /// sled: total size of the files in its folder after flush and drop (`st_size`).
+    pub disk_bytes: Option<u64>,
+    /// sled: disk space those files actually occupy (`st_blocks` × 512; sled's files are
+    /// preallocated in 512 KiB segments and may be sparse).
+    pub allocated_bytes: Option<u64>,
+    /// Bytes of keys and values the store holds (memory and sled): the logical payload.
+    pub logical_bytes: Option<u64>,
+}
+
+impl Store {
+    /// Opens a fresh store of `kind`; sled goes into a new folder under `parent` (default: the
+    /// system temp folder). `tag` names the folder (`bench` or `warmup`).
+    pub fn open(kind: StoreKind, parent: Option<&Path>, tag: &str) -> Result<Self, BenchError> {
+        match kind {
+            StoreKind::None => Ok(Store::None),
+            StoreKind::Memory => Ok(Store::Memory(Arc::new(MemoryCheckpointer::new()))),
+            StoreKind::Sled | StoreKind::Sqlite => {
+                let suffix = format!("-{tag}");
+                let mut b = tempfile::Builder::new();
+                b.prefix("agbench-").suffix(&suffix);
+                let dir = match parent {
+                    Some(p) => b.tempdir_in(p),
+                    None => b.tempdir(),
+                }
+                .map_err(|e| {
+                    BenchError::Run(format!(
+                        "cannot create a temporary folder for the sled store under {}: {e}",
+                        parent.map(Path::display).map_or_else(
+                            || std::env::temp_dir().display().to_string(),
+                            |d| d.to_string()
+                        )
+                    ))
+                })?;
+                let cp = SledCheckpointer::open(dir.path().join("db"))
+                    .map_err(|e| BenchError::Run(format!("opening the sled store: {e}")))?;
+                Ok(Store::Sled {
+                    cp: Arc::new(cp),
+                    dir,
+                })
+            }
+        }
+    }
+
+    /// The checkpointer to attach, if any.
+    pub fn checkpointer(&self) -> Option<Arc<dyn Checkpointer>> {
+        match self {
+            Store::None => None,
+            Store::Memory(cp) => Some(cp.clone()),
+            Store::Sled { cp, .. } => Some(cp.clone()),
+        }
+    }
+
+    /// `graph` with this store attached (unchanged for `none`).
+    pub fn attach(&self, graph: CompiledGraph) -> CompiledGraph {
+        match self.checkpointer() {
+            Some(cp) => graph.with_checkpointer(cp),
+            None => graph,
+        }
+    }
+
+    /// The folder of the sled database.
+    pub fn sled_path(&self) -> Option<PathBuf> {
+        match self {
+            Store::Sled { dir, .. } => Some(dir.path().join("db")),
+            _ => None,
+        }
+    }
+
+    /// Flushes, closes and measures the store, then removes its folder. Every graph holding
+    /// the checkpointer must have been dropped before.
+    pub async fn close(self) -> Result<StoreStats, BenchError> {
+        match self {
+            Store::None => Ok(StoreStats::default()),
+            Store::Memory(cp) => Ok(StoreStats {
+                logical_bytes: Some(cp.store().bytes() as u64),
+                ..StoreStats::default()
+            }),
+            Store::Sled { cp, dir } => {
+                let logical = logical_bytes(cp.store())?;
+                cp.flush()
+                    .await
+                    .map_err(|e| BenchError::Run(format!("flushing the sled store: {e}")))?;
+                let cp = Arc::try_unwrap(cp).map_err(|cp| {
+                    BenchError::Run(format!(
+                        "the sled store is still used ({} references) and cannot be closed",
+                        Arc::strong_count(&cp)
+                    ))
+                })?;
+                drop(cp);
+                let (bytes, allocated) = dir_size(&dir.path().join("db")).map_err(|e| {
+                    BenchError::Run(format!("measuring {}: {e}", dir.path().display()))
+                })?;
+                Ok(StoreStats {
+                    disk_bytes: Some(bytes),
+                    allocated_bytes: Some(allocated),
+                    logical_bytes: Some(logical),
+                })
+            }
+        }
+    }
+}
+
+/// Total size (`st_size`) and allocated space (`st_blocks` × 512) of the files under `path`,
+/// recursively.
+pub fn dir_size(path: &Path) -> std::io::Result<(u64, u64)> {
+    let (mut size, mut allocated) = (0, 0);
+    for entry in std::fs::read_dir(path)? {
+        let entry = entry?;
+        let meta = entry.metadata()?;
+        if meta.is_dir() {
+            let (s, a) = dir_size(&entry.path())?;
+            size += s;
+            allocated += a;
+        } else {
+            size += meta.len();
+            allocated += meta.blocks() * 512;
+        }
+    }
+    Ok((size, allocated))
+}
+
+/// Bytes of every key and value in a store (one full scan).
+fn logical_bytes(store: &impl KvStore) -> Result<u64, BenchError> {
+    let mut total = 0u64;
+    store
+        .scan(&[], &[0xff, 0xff], false, &mut |k, v| {
+            total += (k.len() + v.len()) as u64;
+            true
+        })
+        .map_err(|e| BenchError::Run(format!("scanning the store: {e}")))?;
+    Ok(total)
+}
