@@ -67,6 +67,8 @@ pub struct NodeOptions {
 
 pub(crate) struct NodeEntry {
     pub name: String,
+    /// The name, shared with every task context (no allocation per task).
+    pub label: Arc<str>,
     pub node: Arc<dyn Node>,
     pub options: NodeOptions,
     pub subgraph: Option<CompiledGraph>,
@@ -281,8 +283,10 @@ impl GraphBuilder {
         node: Arc<dyn Node>,
         options: NodeOptions,
     ) -> Self {
+        let name = name.into();
         self.nodes.push(NodeEntry {
-            name: name.into(),
+            label: Arc::from(name.as_str()),
+            name,
             node,
             options,
             subgraph: None,
@@ -293,8 +297,10 @@ impl GraphBuilder {
     /// Adds a node that runs another graph (see [`crate::subgraph::Subgraph`]).
     pub fn subgraph(mut self, name: impl Into<String>, sub: crate::subgraph::Subgraph) -> Self {
         let graph = sub.graph().clone();
+        let name = name.into();
         self.nodes.push(NodeEntry {
-            name: name.into(),
+            label: Arc::from(name.as_str()),
+            name,
             node: Arc::new(sub),
             options: NodeOptions::default(),
             subgraph: Some(graph),

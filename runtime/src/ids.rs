@@ -19,9 +19,21 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 
 /// A 32-hex-digit deterministic id from the parts (used for task and interrupt ids).
 pub fn stable_id(parts: &[&str]) -> String {
-    let joined = parts.join("\u{1f}");
-    let a = fnv1a64(joined.as_bytes());
-    let b = fnv1a64(format!("{joined}\u{1e}").as_bytes());
+    // Two FNV-1a passes over the parts with separators (the second with a different seed
+    // byte), hashed in place without joining the parts.
+    let mut a: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut b: u64 = 0x84222325_cbf29ce4;
+    for (i, p) in parts.iter().enumerate() {
+        for &byte in p.as_bytes().iter().chain(if i + 1 < parts.len() {
+            &[0x1f_u8][..]
+        } else {
+            &[][..]
+        }) {
+            a = (a ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+            b = (b ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    b = (b ^ 0x1e).wrapping_mul(0x0100_0000_01b3);
     format!("{a:016x}{b:016x}")
 }
 

@@ -376,23 +376,50 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
         keys::check("thread id", thread)?;
         keys::check("namespace", ns)?;
         keys::check("channel", channel)?;
+        // One reverse range scan over the channel's blobs, following `prev` links: blobs of
+        // other branches (forks) in between are skipped without being decoded.
+        let mut prefix = keys::ns_prefix(keys::BLOB, thread, ns);
+        prefix.extend_from_slice(channel.as_bytes());
+        prefix.push(0);
+        let mut end = keys::blob(thread, ns, channel, version);
+        end.push(0);
         let mut out = Vec::new();
-        let mut at = Some(version);
-        while let Some(v) = at {
-            let key = keys::blob(thread, ns, channel, v);
-            let Some(bytes) = self.store.get(&key)? else {
-                return Err(CheckpointError::MissingBlob {
-                    thread: thread.to_string(),
-                    channel: channel.to_string(),
-                    version: v,
-                });
-            };
-            let entry: ChannelEntry = decode(&key, &bytes)?;
-            at = match &entry {
-                ChannelEntry::Delta { prev, .. } => *prev,
-                _ => None,
-            };
-            out.push((v, entry));
+        let mut want = Some(version);
+        let mut err = None;
+        self.store.scan(&prefix, &end, true, &mut |k, v| {
+            let Some(w) = want else { return false };
+            let id = k
+                .get(prefix.len()..)
+                .and_then(|b| <[u8; 16]>::try_from(b).ok())
+                .map(CheckpointId::from_bytes);
+            match id {
+                Some(id) if id == w => match decode::<ChannelEntry>(k, v) {
+                    Ok(entry) => {
+                        want = match &entry {
+                            ChannelEntry::Delta { prev, .. } => *prev,
+                            _ => None,
+                        };
+                        out.push((id, entry));
+                        want.is_some()
+                    }
+                    Err(e) => {
+                        err = Some(e);
+                        false
+                    }
+                },
+                Some(id) if id > w => true,
+                _ => false,
+            }
+        })?;
+        if let Some(e) = err {
+            return Err(e);
+        }
+        if let Some(missing) = want {
+            return Err(CheckpointError::MissingBlob {
+                thread: thread.to_string(),
+                channel: channel.to_string(),
+                version: missing,
+            });
         }
         out.reverse();
         Ok(out)

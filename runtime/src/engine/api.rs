@@ -496,7 +496,7 @@ impl CompiledGraph {
                     payload: None,
                     id: String::new(),
                 };
-                run.plan_next(&[plan], &[(Update::new(), false)])?;
+                run.plan_next(&[plan], &mut [(Update::new(), false)])?;
             }
         }
         let names: Vec<String> = chans

@@ -10,6 +10,7 @@ use crate::reducer::as_overwrite;
 use crate::stream::{DebugEvent, EventKind, Mode};
 use crate::update::{Goto, Update};
 use crate::value_type::preview;
+use futures::StreamExt;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::AtomicUsize;
@@ -17,15 +18,19 @@ use std::sync::Arc;
 
 impl Run {
     /// Runs the step's tasks concurrently; finished tasks saved as pending writes are reused.
-    pub(super) async fn execute(&mut self, step: i64, plans: &[TaskPlan]) -> Vec<TaskEnd> {
+    pub(super) async fn execute(&mut self, step: i64, plans: &mut [TaskPlan]) -> Vec<TaskEnd> {
         let cached: HashMap<&str, Update> = writes_by_task(&self.pending)
             .into_iter()
             .filter_map(|(task, writes)| decode_update(&writes).map(|u| (task, u)))
             .collect();
         let snapshot = self.view();
+        let ns = Arc::new(self.ns.clone());
         let mut ends: Vec<Option<TaskEnd>> = Vec::with_capacity(plans.len());
-        let mut futures = Vec::new();
-        for (i, plan) in plans.iter().enumerate() {
+        let mut jobs = Vec::new();
+        if self.node_counts.len() < self.g.nodes.len() {
+            self.node_counts.resize(self.g.nodes.len(), 0);
+        }
+        for (i, plan) in plans.iter_mut().enumerate() {
             if let Some(update) = cached.get(plan.id.as_str()) {
                 ends.push(Some(TaskEnd::Done {
                     update: update.clone(),
@@ -45,16 +50,16 @@ impl Run {
                 continue;
             }
             ends.push(None);
-            *self.node_counts.entry(plan.node).or_default() += 1;
+            self.node_counts[plan.node] += 1;
             self.stats.tasks += 1;
             let entry = &self.g.nodes[plan.node];
             let ctx = TaskContext {
                 state: snapshot.clone(),
-                payload: plan.payload.clone(),
-                node: Arc::from(entry.name.as_str()),
+                payload: plan.payload.take(),
+                node: entry.label.clone(),
                 task_id: Arc::from(plan.id.as_str()),
                 step,
-                ns: Arc::new(self.ns.clone()),
+                ns: ns.clone(),
                 thread_id: self.shared.thread.clone(),
                 emitter: self.emitter.clone(),
                 cancel: self.shared.cancel.clone(),
@@ -62,25 +67,48 @@ impl Run {
                 interrupt_calls: Arc::new(AtomicUsize::new(0)),
                 run: Some(self.shared.clone()),
             };
-            futures.push((
-                i,
-                task::run_task(entry.node.clone(), ctx, entry.options.clone()),
-            ));
+            jobs.push((i, entry.node.clone(), ctx, entry.options.clone()));
         }
         drop(snapshot);
-        if futures.len() == 1 {
-            if let Some((i, fut)) = futures.pop() {
-                ends[i] = Some(fut.await);
+        if jobs.len() == 1 {
+            if let Some((i, node, ctx, options)) = jobs.pop() {
+                ends[i] = Some(task::run_task(node, ctx, options).await);
             }
-        } else {
-            let handles: Vec<(usize, tokio::task::JoinHandle<TaskEnd>)> = futures
+        } else if jobs.len() <= spawn_limit() {
+            let handles: Vec<(usize, tokio::task::JoinHandle<TaskEnd>)> = jobs
                 .into_iter()
-                .map(|(i, f)| (i, tokio::spawn(f)))
+                .map(|(i, node, ctx, options)| {
+                    (i, tokio::spawn(task::run_task(node, ctx, options)))
+                })
                 .collect();
             for (i, h) in handles {
                 ends[i] = Some(h.await.unwrap_or_else(|e| {
                     TaskEnd::Failed(NodeError::fatal(format!("task panicked: {e}")))
                 }));
+            }
+        } else {
+            // A wide step (map-reduce over thousands of items): a few spawned groups, each
+            // driving its share of the tasks concurrently (up to GROUP_CONCURRENCY at a time, so
+            // the futures of a 10 000-task step are not all alive at once).
+            let chunk = jobs.len().div_ceil(spawn_limit());
+            let mut groups = Vec::new();
+            let mut rest = jobs.into_iter();
+            loop {
+                let part: Vec<_> = rest.by_ref().take(chunk).collect();
+                if part.is_empty() {
+                    break;
+                }
+                groups.push(tokio::spawn(run_group(part)));
+            }
+            for g in groups {
+                match g.await {
+                    Ok(results) => {
+                        for (i, r) in results {
+                            ends[i] = Some(r);
+                        }
+                    }
+                    Err(e) => tracing::error!(error = %e, "a task group failed"),
+                }
             }
         }
         ends.into_iter()
@@ -97,7 +125,8 @@ impl Run {
         plans: &[TaskPlan],
         mut updates: Vec<(Update, bool)>,
     ) -> Result<(), RunError> {
-        let mut replace_writers: HashMap<usize, (String, Value)> = HashMap::new();
+        let mut replace_writers: HashMap<usize, String> = HashMap::new();
+        let record = self.shared.checkpointer.is_some();
         let mut written_by: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
         let mut wrote_this_step: BTreeSet<usize> = BTreeSet::new();
         let mut to_parent: Option<Update> = None;
@@ -131,24 +160,28 @@ impl Run {
             }
             let chans = self.apply_writes(&name, writes, &mut replace_writers, step)?;
             wrote_this_step.extend(chans.iter().copied());
-            let entry = written_by.entry(name).or_default();
-            entry.extend(
-                chans
-                    .iter()
-                    .map(|&c| self.g.schema.channels[c].name.clone()),
-            );
+            if record {
+                let entry = written_by.entry(name).or_default();
+                entry.extend(
+                    chans
+                        .iter()
+                        .map(|&c| self.g.schema.channels[c].name.clone()),
+                );
+            }
         }
         self.clear_ephemeral(&wrote_this_step);
-        self.plan_next(plans, &updates)?;
+        self.plan_next(plans, &mut updates)?;
         if let Some(u) = to_parent {
             self.parent_command = Some(u);
         }
         self.step = step;
         let mut meta = Map::new();
-        meta.insert(
-            "writes".into(),
-            serde_json::to_value(&written_by).unwrap_or(Value::Null),
-        );
+        if record {
+            meta.insert(
+                "writes".into(),
+                serde_json::to_value(&written_by).unwrap_or(Value::Null),
+            );
+        }
         for (node, data) in update_events {
             self.emitter
                 .emit(
@@ -170,7 +203,7 @@ impl Run {
         &mut self,
         node: &str,
         writes: Vec<(String, Value)>,
-        replace_writers: &mut HashMap<usize, (String, Value)>,
+        replace_writers: &mut HashMap<usize, String>,
         step: i64,
     ) -> Result<Vec<usize>, RunError> {
         let schema = self.g.schema.clone();
@@ -197,7 +230,9 @@ impl Run {
             if let Some(v) = as_overwrite(&value) {
                 spec.ty.check(v).map_err(|e| type_err(e.to_string(), v))?;
                 self.values[ch] = Some(Arc::new(v.clone()));
-                self.changes.reset(ch, base);
+                if keep_deltas {
+                    self.changes.reset(ch, base);
+                }
                 if let Some(w) = &mut self.written {
                     w.reset(ch, None);
                 }
@@ -208,7 +243,9 @@ impl Run {
                 spec.ty
                     .check(&value)
                     .map_err(|e| type_err(e.to_string(), &value))?;
-                if let Some((first, first_value)) = replace_writers.get(&ch) {
+                if let Some(first) = replace_writers.get(&ch) {
+                    // The first write of the step is the channel's value now.
+                    let first_value = self.values[ch].as_deref().unwrap_or(&Value::Null);
                     return Err(RunError::ConflictingWrites {
                         channel: spec.name.clone(),
                         step,
@@ -218,7 +255,7 @@ impl Run {
                         second_value: preview(&value, 120),
                     });
                 }
-                replace_writers.insert(ch, (node.to_string(), value.clone()));
+                replace_writers.insert(ch, node.to_string());
             } else {
                 spec.reducer
                     .check_write(&spec.ty, &value)
@@ -246,7 +283,9 @@ impl Run {
                 reducer: spec.reducer.name().into(),
                 message: e.0,
             })?;
-            self.changes.write(ch, base, log_write);
+            if keep_deltas {
+                self.changes.write(ch, base, log_write);
+            }
             if let Some(w) = &mut self.written {
                 w.write(ch, None, written_copy);
             }
@@ -270,12 +309,13 @@ impl Run {
     pub(crate) fn plan_next(
         &mut self,
         plans: &[TaskPlan],
-        updates: &[(Update, bool)],
+        updates: &mut [(Update, bool)],
     ) -> Result<(), RunError> {
         let mut pull: BTreeSet<usize> = BTreeSet::new();
         let mut push: Vec<PendingTask> = Vec::new();
         let mut ran: Vec<usize> = Vec::new();
-        for (plan, (update, _)) in plans.iter().zip(updates) {
+        let mut ran_set: BTreeSet<usize> = BTreeSet::new();
+        for (plan, (update, _)) in plans.iter().zip(updates.iter_mut()) {
             let from = plan.node;
             for t in &self.g.edges[from] {
                 if let Target::Node(i) = t {
@@ -283,8 +323,8 @@ impl Run {
                 }
             }
             if !update.to_parent {
-                for g in &update.goto {
-                    self.add_goto(&self.g.nodes[from].name.clone(), g, &mut pull, &mut push)?;
+                for g in std::mem::take(&mut update.goto) {
+                    self.add_goto(&self.g.nodes[from].name, g, &mut pull, &mut push)?;
                 }
             }
             for &j in &self.g.joins_by_source[from] {
@@ -296,16 +336,17 @@ impl Run {
                     arrived.sort();
                 }
             }
-            if !ran.contains(&from) {
+            if ran_set.insert(from) {
                 ran.push(from);
             }
         }
         let has_routes = ran.iter().any(|&n| !self.g.routes[n].is_empty());
         if has_routes {
             let view = self.view();
+            let graph = self.g.clone();
             for &n in &ran {
-                let from = self.g.nodes[n].name.clone();
-                for route in &self.g.routes[n].clone() {
+                let from = &graph.nodes[n].name;
+                for route in &graph.routes[n] {
                     let targets = (route.func)(&view).map_err(|e| RunError::NodeFailed {
                         node: from.clone(),
                         step: self.step + 1,
@@ -314,8 +355,8 @@ impl Run {
                         message: format!("route failed: {e}"),
                         code: None,
                     })?;
-                    for g in &targets.0 {
-                        self.add_goto(&from, g, &mut pull, &mut push)?;
+                    for g in targets.0 {
+                        self.add_goto(from, g, &mut pull, &mut push)?;
                     }
                 }
             }
@@ -361,7 +402,7 @@ impl Run {
     pub(crate) fn add_goto(
         &self,
         from: &str,
-        g: &Goto,
+        g: Goto,
         pull: &mut BTreeSet<usize>,
         push: &mut Vec<PendingTask>,
     ) -> Result<(), RunError> {
@@ -379,16 +420,60 @@ impl Run {
         match g {
             Goto::End => {}
             Goto::Node(n) => {
-                pull.insert(resolve(n)?);
+                pull.insert(resolve(&n)?);
             }
             Goto::Send(s) => {
                 resolve(&s.node)?;
                 push.push(PendingTask {
-                    node: s.node.clone(),
-                    payload: Some(s.payload.clone()),
+                    node: s.node,
+                    payload: Some(s.payload),
                 });
             }
         }
         Ok(())
     }
+}
+
+/// A task to run: its index in the step, node, context and options.
+type Job = (
+    usize,
+    Arc<dyn crate::node::Node>,
+    TaskContext,
+    crate::graph::NodeOptions,
+);
+
+fn run_job(
+    job: Job,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = (usize, TaskEnd)> + Send>> {
+    let (i, node, ctx, options) = job;
+    Box::pin(async move { (i, task::run_task(node, ctx, options).await) })
+}
+
+/// Runs a share of a wide step, a bounded number at a time.
+async fn run_group(part: Vec<Job>) -> Vec<(usize, TaskEnd)> {
+    let mut out = Vec::with_capacity(part.len());
+    let mut rest = part.into_iter();
+    let mut running: futures::stream::FuturesUnordered<_> =
+        rest.by_ref().take(GROUP_CONCURRENCY).map(run_job).collect();
+    while let Some(done) = running.next().await {
+        out.push(done);
+        if let Some(job) = rest.next() {
+            running.push(run_job(job));
+        }
+    }
+    out
+}
+
+/// Tasks of a wide step that one group drives at the same time.
+const GROUP_CONCURRENCY: usize = 256;
+
+/// How many tasks of one step get their own tokio task; wider steps are grouped.
+fn spawn_limit() -> usize {
+    static LIMIT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *LIMIT.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(2, |n| n.get())
+            .max(2)
+            * 8
+    })
 }

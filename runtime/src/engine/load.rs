@@ -263,7 +263,8 @@ impl Run {
         }
         if !self.g.start_routes.is_empty() {
             let view = self.view();
-            for route in &self.g.start_routes.clone() {
+            let graph = self.g.clone();
+            for route in &graph.start_routes {
                 let targets = (route.func)(&view).map_err(|e| RunError::NodeFailed {
                     node: START.into(),
                     step: self.step,
@@ -272,7 +273,7 @@ impl Run {
                     message: format!("route failed: {e}"),
                     code: None,
                 })?;
-                for g in &targets.0 {
+                for g in targets.0 {
                     self.add_goto(START, g, &mut pull, &mut push)?;
                 }
             }

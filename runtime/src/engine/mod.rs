@@ -28,7 +28,7 @@ use crate::stream::{DebugEvent, Emitter, EventKind, Mode};
 use crate::update::Update;
 use changes::ChangeLog;
 use serde_json::{json, Map, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -80,7 +80,8 @@ pub(crate) struct Run {
     pub written: Option<ChangeLog>,
     pub stats: RunStats,
     pub skip_before_once: bool,
-    pub node_counts: HashMap<usize, u64>,
+    /// Executions per node index in this run (for the recursion-limit error).
+    pub node_counts: Vec<u64>,
     pub interrupt_before: HashSet<usize>,
     pub interrupt_after: HashSet<usize>,
     pub flush_task: Option<JoinHandle<Result<(), CheckpointError>>>,
@@ -128,7 +129,7 @@ impl Run {
             written: None,
             stats: RunStats::default(),
             skip_before_once: false,
-            node_counts: HashMap::new(),
+            node_counts: Vec::new(),
             interrupt_before,
             interrupt_after,
             flush_task: None,
@@ -346,7 +347,7 @@ impl Run {
                     nodes: self.top_nodes(),
                 });
             }
-            let plans = self.plan()?;
+            let mut plans = self.plan()?;
             let skip = std::mem::replace(&mut self.skip_before_once, false);
             if !skip
                 && plans
@@ -360,7 +361,10 @@ impl Run {
             }
             let step = self.step + 1;
             let span = tracing::info_span!("step", step, tasks = plans.len(), ns = %self.ns_key);
-            let ended = self.execute(step, &plans).instrument(span.clone()).await;
+            let ended = self
+                .execute(step, &mut plans)
+                .instrument(span.clone())
+                .await;
             steps_run += 1;
             self.stats.steps += 1;
             if let Some(status) = self.settle(step, &plans, ended).instrument(span).await? {
@@ -383,7 +387,9 @@ impl Run {
         let mut counts: Vec<(&str, u64)> = self
             .node_counts
             .iter()
-            .map(|(&i, &c)| (self.node_name(i), c))
+            .enumerate()
+            .filter(|(_, &c)| c > 0)
+            .map(|(i, &c)| (self.node_name(i), c))
             .collect();
         counts.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
         counts
@@ -398,6 +404,7 @@ impl Run {
     fn plan(&self) -> Result<Vec<TaskPlan>, RunError> {
         let parent = self.parent.map(|p| p.to_string()).unwrap_or_default();
         let mut push = 0usize;
+        let mut kind = String::new();
         self.next
             .iter()
             .map(|t| {
@@ -411,13 +418,15 @@ impl Run {
                             target: t.node.clone(),
                             known: self.g.known_nodes(),
                         })?;
-                let kind = match &t.payload {
-                    None => "pull".to_string(),
+                kind.clear();
+                match &t.payload {
+                    None => kind.push_str("pull"),
                     Some(_) => {
+                        use std::fmt::Write;
+                        let _ = write!(kind, "push:{push}");
                         push += 1;
-                        format!("push:{}", push - 1)
                     }
-                };
+                }
                 let id = crate::ids::stable_id(&[&self.ns_key, &parent, &t.node, &kind]);
                 Ok(TaskPlan {
                     node,
