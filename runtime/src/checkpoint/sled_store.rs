@@ -28,6 +28,8 @@ impl KvCheckpointer<SledStore> {
         let db = sled::Config::new()
             .path(&path)
             .mode(sled::Mode::LowSpace)
+            .use_compression(true)
+            .compression_factor(1)
             .open()
             .map_err(|e| CheckpointError::Backend(format!("opening {}: {e}", path.display())))?;
         let tree = db.open_tree("checkpoints").map_err(backend)?;
