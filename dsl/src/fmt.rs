@@ -1,1 +1,0 @@
-//! Canonical formatting of `.ag` files (comments preserved).
