@@ -529,7 +529,15 @@ impl Checker<'_, '_> {
                     format!("node `{}` has no kind", n.name.name),
                 )
                 .label("what does this node do?")
-                .help("give it a kind (`node name: llm { … }`) or a `set { … }` block"),
+                .help(match n.body.iter().find(|e| self.s.channels.contains_key(&e.key().name)) {
+                    // `node bump { count: count + 1 }`: the `set { … }` around it is missing.
+                    Some(e) => format!(
+                        "to update channels, wrap the entries in a `set` block: `node {} {{ set {{ {}: … }} }}`",
+                        n.name.name,
+                        e.key().name
+                    ),
+                    None => "give it a kind (`node name: kind { … }`) or a `set { … }` block".into(),
+                }),
             );
             return;
         };

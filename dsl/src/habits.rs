@@ -1,5 +1,6 @@
 //! Habits from other formats, recognised in lines the parser could not read, with our syntax
-//! suggested instead (YAML blocks, LangGraph's Python API, n8n expressions, other arrows).
+//! suggested instead (YAML blocks, LangGraph's Python API, n8n expressions, other arrows), and
+//! a few common slips (an unclosed string, an operator with nothing after it).
 
 use crate::ast::Span;
 use crate::diagnostic::Diagnostic;
@@ -54,6 +55,9 @@ pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic>
             ),
         );
     }
+    if let Some(d) = slip(text, start) {
+        return Some(d);
+    }
     if graph_level {
         if let Some(sep) = t
             .find("=>")
@@ -80,7 +84,7 @@ pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic>
             let rest = rest.trim();
             let hint = match key {
                 "nodes" | "edges" | "state" | "channels" | "tools" | "models" => {
-                    format!("`{key}:` is a YAML-style block; write `{}` instead", yaml_hint(key))
+                    format!("`{key}:` is a YAML-style block; write {} instead", yaml_hint(key))
                 }
                 _ if rest.is_empty() || !rest.starts_with('{') => format!(
                     "`{key}: …` is a YAML-style key; graph items start with a keyword (state, node, model, prompt, tools, interrupt, config) or are edges `a -> b`"
@@ -115,9 +119,65 @@ pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic>
 fn yaml_hint(key: &str) -> &'static str {
     match key {
         "nodes" => "one `node name: kind { … }` item per node",
-        "edges" => "one edge per line: `a -> b`",
-        "state" | "channels" => "`state { name: type = default }`",
+        "edges" => "one edge per line, `a -> b`",
+        "state" | "channels" => "a block `state { name: type = default }`",
         "tools" => "`tools name = [tool_a, tool_b]`",
         _ => "`model name = provider { model: \"…\" }`",
     }
+}
+
+/// Common slips in any context: a string not closed on its line, an operator with no operand.
+fn slip(text: &str, start: usize) -> Option<Diagnostic> {
+    if let Some(q) = unclosed_string(text) {
+        let end = text[q..].find('\n').map_or(text.len(), |i| q + i);
+        return Some(
+            Diagnostic::error("E0001", Span::new(start + q, start + end), "this string is not closed")
+                .label("no closing `\"` on this line")
+                .help("end it with `\"` on the same line; text over several lines goes in `\"\"\"…\"\"\"`"),
+        );
+    }
+    let t = text.trim_start();
+    let lead = start + text.len() - t.len();
+    const OPERATORS: [&str; 12] = [
+        "==", "!=", "<=", ">=", "+", "*", "/", "%", "<", ">", "and", "or",
+    ];
+    let op = *OPERATORS.iter().find(|op| t.starts_with(**op))?;
+    let after = t[op.len()..].chars().next();
+    if op.starts_with(char::is_alphabetic) && after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+    {
+        return None; // a name such as `order`
+    }
+    Some(
+        Diagnostic::error(
+            "E0001",
+            Span::new(lead, lead + op.len()),
+            format!("expected an expression after `{op}`"),
+        )
+        .label("nothing on this operator's right")
+        .help(format!(
+            "finish the expression (e.g. `count {op} 1`) or remove the `{op}`"
+        )),
+    )
+}
+
+/// The offset of a `"` that opens a plain string that is not closed on its line.
+fn unclosed_string(text: &str) -> Option<usize> {
+    let mut open: Option<usize> = None;
+    let mut chars = text.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match (open, c) {
+            (None, '#') => {
+                chars.by_ref().find(|(_, c)| *c == '\n');
+            }
+            (None, '"') if text[i..].starts_with("\"\"\"") => return None,
+            (None, '"') => open = Some(i),
+            (Some(_), '\\') => {
+                chars.next();
+            }
+            (Some(_), '"') => open = None,
+            (Some(q), '\n') => return Some(q),
+            _ => {}
+        }
+    }
+    open
 }

@@ -17,7 +17,49 @@ type P<'i> = Pair<'i, Rule>;
 
 fn span(p: &P) -> Span {
     let s = p.as_span();
-    Span::new(s.start(), s.end())
+    Span::new(s.start(), trim_trivia(s.get_input(), s.start(), s.end()))
+}
+
+/// The end of `src[start..end]` without trailing whitespace and comments: pest includes in a
+/// rule's span the trivia it skipped before a repetition that then matched nothing.
+fn trim_trivia(src: &str, start: usize, end: usize) -> usize {
+    let text = &src[start..end];
+    if !text.ends_with(char::is_whitespace) && !text.contains('#') {
+        return end;
+    }
+    let b = text.as_bytes();
+    let (mut i, mut last) = (0, 0);
+    while i < b.len() {
+        match b[i] {
+            b' ' | b'\t' | b'\r' | b'\n' => i += 1,
+            b'#' => i = text[i..].find('\n').map_or(b.len(), |k| i + k),
+            b'"' if text[i..].starts_with("\"\"\"") => {
+                i = text[i + 3..]
+                    .find("\"\"\"")
+                    .map_or(b.len(), |k| i + 3 + k + 3);
+                last = i;
+            }
+            b'"' => {
+                i += 1;
+                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                if i < b.len() && b[i] == b'"' {
+                    i += 1;
+                }
+                i = i.min(b.len());
+                last = i;
+            }
+            _ => {
+                i += 1;
+                last = i;
+            }
+        }
+    }
+    while !text.is_char_boundary(last) {
+        last += 1;
+    }
+    start + last
 }
 
 fn pratt() -> &'static PrattParser<Rule> {
@@ -121,8 +163,38 @@ impl Builder<'_> {
     fn bad(&mut self, p: &P, ctx: Context) {
         let text = p.as_str();
         let at = span(p).start;
+        // The body of a route that did not parse (the edge before it took `route` for a node):
+        // parse it again behind an edge to say what is wrong inside it.
+        if ctx == Context::Graph
+            && text.starts_with('{')
+            && self.src[..at].trim_end().ends_with("route")
+        {
+            const EDGE: &str = "a -> route ";
+            let edge = format!("{EDGE}{}", text.trim_end());
+            if let (Err(e), Some(offset)) = (
+                AgParser::parse(Rule::strict_item, &edge),
+                at.checked_sub(EDGE.len()),
+            ) {
+                let help = if text.contains("->") {
+                    "route arms use `=>`, not `->`: `condition => target`, and last `else => target`"
+                } else {
+                    "a route holds arms `condition => target` and ends with `else => target`; a target is a node, END, `[a, b]` or `send …`"
+                };
+                self.diags
+                    .push(pest_error(self.src, offset, &e, ctx).help(help));
+                return;
+            }
+        }
         if let Some(d) = habits::detect(text, at, ctx == Context::Graph || ctx == Context::Top) {
             self.diags.push(d);
+            return;
+        }
+        if ctx == Context::Top && AgParser::parse(Rule::strict_item, text.trim_end()).is_ok() {
+            self.diags.push(
+                Diagnostic::error("E0001", span(p), "this item is outside of any graph")
+                    .label("outside the graph")
+                    .help("move it inside `graph name { … }`, before the graph's closing `}`"),
+            );
             return;
         }
         let rule = match ctx {
@@ -149,6 +221,7 @@ impl Builder<'_> {
             uses: Vec::new(),
             graphs: Vec::new(),
         };
+        let mut unclosed = false;
         for item in p.into_inner() {
             match item.as_rule() {
                 Rule::use_decl => {
@@ -163,7 +236,15 @@ impl Builder<'_> {
                     }
                 }
                 Rule::graph_decl => f.graphs.push(self.graph(item)),
-                Rule::bad_top => self.bad(&item, Context::Top),
+                // Everything after a graph that is never closed belongs to it: one error.
+                Rule::bad_top if unclosed => {}
+                Rule::bad_top => match unclosed_graph(self.src, span(&item).start) {
+                    Some(d) => {
+                        self.diags.push(d);
+                        unclosed = true;
+                    }
+                    None => self.bad(&item, Context::Top),
+                },
                 _ => {}
             }
         }
@@ -454,6 +535,11 @@ impl Builder<'_> {
         let mut hops = Vec::new();
         for t in it {
             let inner = t.into_inner().next()?;
+            // `a -> route` followed by a `{` that did not parse as a route: reported there.
+            let end = span(&inner).end;
+            if inner.as_str() == "route" && self.src[end..].trim_start().starts_with('{') {
+                continue;
+            }
             hops.push(match inner.as_rule() {
                 Rule::route_block => Target::Route(self.route(inner)?),
                 Rule::send_expr => Target::Send(self.send(inner)?),
@@ -850,7 +936,11 @@ fn first_token(text: &str) -> &str {
         .find(|(i, c)| c.is_whitespace() || (*i > 0 && !c.is_alphanumeric() && *c != '_'))
         .map_or(t.len(), |(i, _)| i);
     if end == 0 {
-        &t[..t.chars().next().map_or(0, char::len_utf8)]
+        // Two-character operators read as one token (`found `=>``, not `found `=``).
+        let two = ["->", "=>", "==", "!=", "<=", ">=", "&&", "||"]
+            .into_iter()
+            .find(|op| t.starts_with(op));
+        &t[..two.map_or_else(|| t.chars().next().map_or(0, char::len_utf8), str::len)]
     } else {
         &t[..end]
     }
@@ -939,7 +1029,9 @@ fn pest_error(src: &str, offset: usize, e: &pest::error::Error<Rule>, ctx: Conte
             }
         }
     }
-    let pos = rel + offset;
+    // Point at the next token, not at the whitespace or comment before it.
+    let mut pos = rel + offset;
+    pos += src.get(pos..).map_or(0, leading_trivia);
     let rest = src.get(pos..).unwrap_or("");
     let found = if rest.trim().is_empty() {
         "the end of the file".to_string()
@@ -971,6 +1063,97 @@ fn pest_error(src: &str, offset: usize, e: &pest::error::Error<Rule>, ctx: Conte
         format!("expected {what}, found {found}"),
     )
     .label(format!("expected {what}"))
+    .help(context_help(ctx, first_token(rest), &expected))
+}
+
+/// A `graph name {` at `at` whose braces never balance, as one error at its `{` (rather than one
+/// per line that follows). The first block whose `}` sits at another indentation than its line
+/// is pointed at as the likely culprit.
+fn unclosed_graph(src: &str, at: usize) -> Option<Diagnostic> {
+    let rest = &src[at..];
+    let header = rest
+        .strip_prefix("graph")
+        .filter(|h| h.starts_with(char::is_whitespace))?;
+    let open = at + rest.find('{')?;
+    let indent = |pos: usize| {
+        let line = &src[src[..pos].rfind('\n').map_or(0, |i| i + 1)..];
+        line.len() - line.trim_start_matches([' ', '\t']).len()
+    };
+    let (mut stack, mut suspect) = (Vec::new(), None);
+    let b = src.as_bytes();
+    let mut i = open;
+    while i < b.len() {
+        match b[i] {
+            b'#' => i += src[i..].find('\n').unwrap_or(src.len() - i),
+            b'"' if src[i..].starts_with("\"\"\"") => {
+                i += 3 + src[i + 3..]
+                    .find("\"\"\"")
+                    .map_or(src.len() - i - 3, |k| k + 2)
+            }
+            b'"' => i += 1 + src[i + 1..].find(['"', '\n']).unwrap_or(src.len() - i - 1),
+            b'{' => stack.push(i),
+            b'}' => {
+                let o = stack.pop()?;
+                let line_start = src[..i].rfind('\n').map_or(0, |k| k + 1);
+                if suspect.is_none()
+                    && src[line_start..i].trim().is_empty()
+                    && indent(o) != i - line_start
+                {
+                    suspect = Some(o);
+                }
+                if stack.is_empty() {
+                    return None;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    let name = first_token(header);
+    let d = Diagnostic::error("E0001", Span::new(open, open + 1), format!("graph `{name}` is never closed"))
+        .label("this `{` has no matching `}`")
+        .help("add the missing `}` at the end of the graph, or at the end of a block inside it (state, node, set, route …)");
+    Some(match suspect {
+        Some(o) => d.with_label(
+            Span::new(o, o + 1),
+            "this block's `}` may be the one missing",
+        ),
+        None => d,
+    })
+}
+
+/// The length of the whitespace and comments at the start of `s`.
+fn leading_trivia(s: &str) -> usize {
+    let mut i = 0;
+    loop {
+        let t = &s[i..];
+        let trimmed = t.trim_start();
+        i += t.len() - trimmed.len();
+        if !trimmed.starts_with('#') {
+            return i;
+        }
+        i += trimmed.find('\n').unwrap_or(trimmed.len());
+    }
+}
+
+/// What a syntax error's help says: the shape expected where it happened.
+fn context_help(ctx: Context, found: &str, expected: &[String]) -> String {
+    if found == ";" {
+        return "remove the `;`: items and entries end at the end of the line (or with `,`)".into();
+    }
+    if expected.iter().any(|e| e == "`->`") && matches!(found, "-" | "=" | ">" | "→") {
+        return "an edge is `a -> b`; a chain is `a -> b -> c`".into();
+    }
+    match ctx {
+        Context::Top => match crate::diagnostic::did_you_mean(found, ["graph", "use"]) {
+            Some(kw) if kw != found => format!("did you mean `{kw}`?"),
+            _ => "a file holds `use \"file.ag\" as name` lines and `graph name { … }`; everything else goes inside the graph".into(),
+        },
+        Context::Graph => "a graph holds `state { … }`, `node name: kind { … }`, edges `a -> b`, `model`, `prompt`, `tools`, `interrupt before|after a` and `config { … }`".into(),
+        Context::State => "a state field is `name: type`, optionally with `= default` and `reduce reducer`, e.g. `count: int = 0`".into(),
+        Context::Body => "a node holds entries `key: value` and blocks `key { … }`, e.g. `set { count: count + 1 }`".into(),
+        Context::Expr => "an expression is a literal, a channel name, a call `f(x)`, or operators such as `a + b`".into(),
+    }
 }
 
 /// Replaces families of expected tokens by what they start: an expression, a name, an item.
