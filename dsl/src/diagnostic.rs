@@ -254,7 +254,7 @@ pub fn suggestion<'a>(
         None => {
             let all: Vec<&str> = candidates.into_iter().collect();
             if all.is_empty() {
-                format!("no {what} is defined")
+                format!("there are no {what} to choose from")
             } else {
                 format!("defined {what}: {}", all.join(", "))
             }

@@ -378,10 +378,8 @@ impl Builder<'_> {
         let mut after_reduce = false;
         for part in p.into_inner() {
             match part.as_rule() {
-                Rule::field_flag => match part.as_str() {
-                    "private" => f.private = true,
-                    _ => f.ephemeral = true,
-                },
+                Rule::private_flag => f.private = true,
+                Rule::ephemeral_flag => f.ephemeral = true,
                 Rule::ident if after_reduce => f.reducer = Some(ident(part)),
                 Rule::ident => f.name = ident(part),
                 Rule::type_expr => f.ty = type_expr(part),
@@ -685,8 +683,57 @@ impl Builder<'_> {
                 }
             })
             .parse(pairs);
+        let d = depth(&result);
+        if d > MAX_EXPR_DEPTH {
+            self.diags.push(
+                Diagnostic::error(
+                    "E0003",
+                    s,
+                    format!(
+                        "this expression is nested {d} levels deep; the limit is {MAX_EXPR_DEPTH}"
+                    ),
+                )
+                .label("too deep")
+                .help("split it: compute parts in separate `set` entries or nodes"),
+            );
+            return Expr {
+                kind: ExprKind::Null,
+                span: s,
+            };
+        }
         Expr { span: s, ..result }
     }
+}
+
+/// Deepest nesting an expression may have (checks, formatting and evaluation recurse on it).
+pub const MAX_EXPR_DEPTH: usize = 128;
+
+/// The nesting depth of an expression, computed without recursion.
+fn depth(e: &Expr) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(e, 1usize)];
+    while let Some((e, d)) = stack.pop() {
+        max = max.max(d);
+        match &e.kind {
+            ExprKind::Field { base, .. } => stack.push((base, d + 1)),
+            ExprKind::Index { base, index } => {
+                stack.push((base, d + 1));
+                stack.push((index, d + 1));
+            }
+            ExprKind::Call { args, .. } => stack.extend(args.iter().map(|a| (a, d + 1))),
+            ExprKind::List { items } => stack.extend(items.iter().map(|a| (a, d + 1))),
+            ExprKind::Object { object } => {
+                stack.extend(object.entries.iter().map(|(_, v)| (v, d + 1)))
+            }
+            ExprKind::Unary { operand, .. } => stack.push((operand, d + 1)),
+            ExprKind::Binary { lhs, rhs, .. } => {
+                stack.push((lhs, d + 1));
+                stack.push((rhs, d + 1));
+            }
+            _ => {}
+        }
+    }
+    max
 }
 
 /// Builds a postfix expression (`primary postfix*`).
@@ -962,7 +1009,8 @@ fn describe(rule: Rule) -> Option<&'static str> {
         Rule::route_targets | Rule::route_target => "a target node, END or `send …`",
         Rule::endpoint | Rule::join_sources => "a node name or `[a, b]`",
         Rule::field => "a state field `name: type`",
-        Rule::field_flag => "`private` or `ephemeral`",
+        Rule::private_flag => "`private`",
+        Rule::ephemeral_flag => "`ephemeral`",
         Rule::graph_item | Rule::bad_item => {
             "an item: state, input, output, model, prompt, tools, node, an edge `a -> b`, interrupt or config"
         }

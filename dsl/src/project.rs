@@ -181,7 +181,16 @@ impl Project {
                 check_graph(g, &ast.uses, reg, &mut ds);
                 self.check_files(g, src, &mut ds);
             }
+            // Reachability warnings after an error are mostly echoes of it (a line lost to a
+            // syntax error, an edge to a misspelt node): report them once the errors are fixed.
+            let has_errors = ds
+                .iter()
+                .chain(out.iter().filter(|d| d.file == src.name))
+                .any(Diagnostic::is_error);
             for mut d in ds {
+                if has_errors && matches!(d.code, "W0301" | "W0302") {
+                    continue;
+                }
                 d.file = src.name.clone();
                 out.push(d);
             }

@@ -44,6 +44,10 @@ const CODES: &[(&str, &str)] = &[
         "a line the parser skipped during error recovery although it reads fine on its own",
     ),
     (
+        "E0003",
+        "an expression nested deeper than 128 levels (refused so that no stage overflows its stack)",
+    ),
+    (
         "E0101",
         "a call from LangGraph's Python API (`add_edge`, `add_conditional_edges`, …)",
     ),
@@ -151,6 +155,7 @@ const CODES: &[(&str, &str)] = &[
 /// Codes no error fixture shows, and why.
 const NO_FIXTURE: &[(&str, &str)] = &[
     ("E0002", "A fallback of error recovery, for a skipped line that parses on its own; no input is known to reach it (none of 60 000 generated ones did)."),
+    ("E0003", "Needs an expression more than 128 levels deep; `robustness.rs` builds one with 5 000 operators."),
     ("E0290", "Reported when a checked graph is compiled (`agentgraph run`), not by `check`."),
     ("E0291", "Reported when a checked graph is compiled (`agentgraph run`), not by `check`."),
 ];

@@ -324,3 +324,26 @@ fn edge_cases_never_panic() {
         run(&format!("edge case #{i}"), dir.path(), text, true);
     }
 }
+
+/// A 5 000-operator expression is refused with a diagnostic instead of overflowing the stack of
+/// the checker, the formatter or the evaluator.
+#[test]
+fn very_deep_expressions_are_refused_not_overflowed() {
+    let src = format!("graph g {{\n  state {{ x: int = 0 }}\n  node a {{ set {{ x: {}1 }} }}\n  START -> a -> END\n}}\n", "1 + ".repeat(5000));
+    let handle = std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(move || {
+            let project =
+                agentgraph_dsl::Project::from_source(std::path::Path::new("deep.ag"), src.clone());
+            let diags = project.check(&agentgraph_dsl::Registry::default());
+            let fmt = agentgraph_dsl::fmt::format_source(&src);
+            (
+                diags.iter().map(|d| d.code).collect::<Vec<_>>(),
+                fmt.is_err(),
+            )
+        })
+        .unwrap();
+    let (codes, fmt_refused) = handle.join().expect("no stack overflow");
+    assert!(codes.contains(&"E0003"), "{codes:?}");
+    assert!(fmt_refused);
+}
