@@ -20,17 +20,24 @@ fn review_graph() -> Result<CompiledGraph, GraphError> {
         .channel(ChannelSpec::new("topic", ValueType::String).default_value(json!("")))
         .channel(ChannelSpec::new("draft", ValueType::String).default_value(json!("")))
         .channel(
-            ChannelSpec::new("log", "list<string>".parse().map_err(|e: ParseTypeError| GraphError::Schema(e.to_string()))?)
-                .reducer(Arc::new(Append))
-                .default_value(json!([])),
+            ChannelSpec::new(
+                "log",
+                "list<string>"
+                    .parse()
+                    .map_err(|e: ParseTypeError| GraphError::Schema(e.to_string()))?,
+            )
+            .reducer(Arc::new(Append))
+            .default_value(json!([])),
         )
         .channel(ChannelSpec::new("published", ValueType::Bool).default_value(json!(false)))
         .node(
             "draft",
             node_fn(|ctx| async move {
                 let topic = ctx.state().str("topic").to_string();
-                ctx.emit_custom(json!({"status": "running", "title": format!("Drafting a note on {topic}")}))
-                    .await;
+                ctx.emit_custom(
+                    json!({"status": "running", "title": format!("Drafting a note on {topic}")}),
+                )
+                .await;
                 Ok(Update::new()
                     .set("draft", json!(format!("A short note on {topic}.")))
                     .set("log", json!(["drafted"])))
@@ -45,13 +52,20 @@ fn review_graph() -> Result<CompiledGraph, GraphError> {
                 }))?;
                 let approved = answer.as_str() == Some("yes");
                 Ok(Update::new()
-                    .set("log", json!([if approved { "approved" } else { "rejected" }]))
+                    .set(
+                        "log",
+                        json!([if approved { "approved" } else { "rejected" }]),
+                    )
                     .goto(if approved { "publish" } else { END }))
             }),
         )
         .node(
             "publish",
-            node_fn(|_| async { Ok(Update::new().set("published", json!(true)).set("log", json!(["published"]))) }),
+            node_fn(|_| async {
+                Ok(Update::new()
+                    .set("published", json!(true))
+                    .set("log", json!(["published"])))
+            }),
         )
         .chain(&[START, "draft", "review"])
         .compile()
@@ -59,14 +73,20 @@ fn review_graph() -> Result<CompiledGraph, GraphError> {
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::args().nth(1).unwrap_or_else(|| "./.agentgraph".to_string());
+    let dir = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "./.agentgraph".to_string());
     let store = Arc::new(SledCheckpointer::open(&dir)?);
     let graph = review_graph()?.with_checkpointer(store);
     let thread = format!("review-{}", graph.list_threads().await?.len() + 1);
     println!("store: {dir} (sled), thread: {thread}");
 
-    let config = || RunConfig::thread(thread.clone()).modes(Modes::of(&[Mode::Updates, Mode::Custom]));
-    let mut stream = graph.stream(Input::values(json!({"topic": "checkpointed agents"})), config());
+    let config =
+        || RunConfig::thread(thread.clone()).modes(Modes::of(&[Mode::Updates, Mode::Custom]));
+    let mut stream = graph.stream(
+        Input::values(json!({"topic": "checkpointed agents"})),
+        config(),
+    );
     while let Some(event) = stream.next().await {
         println!("  event {}", serde_json::to_string(&event)?);
     }
@@ -74,14 +94,23 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let RunStatus::Interrupted { interrupts, .. } = &first.status else {
         return Err("expected the review interrupt".into());
     };
-    println!("stopped at interrupt {}: {}", interrupts[0].id, interrupts[0].value);
+    println!(
+        "stopped at interrupt {}: {}",
+        interrupts[0].id, interrupts[0].value
+    );
     println!("(a real app would now wait for a person; answering \"yes\")");
 
     let second = graph.invoke(Input::resume(json!("yes")), config()).await?;
     println!("final state: {}", second.values);
     println!("history of {thread} (newest first):");
     for h in graph.history(&thread, ListQuery::default()).await? {
-        println!("  step {:>2} {:<6} next={:?} writes={}", h.step, h.source.as_str(), h.next, h.writes);
+        println!(
+            "  step {:>2} {:<6} next={:?} writes={}",
+            h.step,
+            h.source.as_str(),
+            h.next,
+            h.writes
+        );
     }
     println!("threads in the store: {:?}", graph.list_threads().await?);
     Ok(())
