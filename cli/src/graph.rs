@@ -138,7 +138,11 @@ pub fn fmt(path: &Path, check_only: bool) -> u8 {
         if formatted == text {
             return exit::DONE;
         }
-        eprintln!("{} is not formatted (run `agentgraph fmt {}`)", path.display(), path.display());
+        eprintln!(
+            "{} is not formatted (run `agentgraph fmt {}`)",
+            path.display(),
+            path.display()
+        );
         return exit::FAILED;
     }
     if formatted != text {

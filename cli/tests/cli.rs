@@ -344,12 +344,19 @@ fn fmt_rewrites_and_check_reports() {
     assert_eq!(ag(db.path(), &["fmt", path, "--check"]).code, 1);
     assert_eq!(ag(db.path(), &["fmt", path]).code, 0);
     let text = std::fs::read_to_string(&f).unwrap();
-    assert!(text.contains("n: n + 1") && text.contains("# the counter"), "{text}");
+    assert!(
+        text.contains("n: n + 1") && text.contains("# the counter"),
+        "{text}"
+    );
     assert_eq!(ag(db.path(), &["fmt", path, "--check"]).code, 0);
     std::fs::write(&f, "graph g { node a { set { n: } }").unwrap();
     let bad = ag(db.path(), &["fmt", path]);
     assert_eq!(bad.code, 2);
-    assert_eq!(std::fs::read_to_string(&f).unwrap(), "graph g { node a { set { n: } }", "a broken file is left alone");
+    assert_eq!(
+        std::fs::read_to_string(&f).unwrap(),
+        "graph g { node a { set { n: } }",
+        "a broken file is left alone"
+    );
 }
 
 #[test]
@@ -357,9 +364,20 @@ fn viz_draws_mermaid_and_dot() {
     let db = tempfile::tempdir().unwrap();
     let m = ag(db.path(), &["viz", &g("research.ag")]);
     assert_eq!(m.code, 0);
-    assert!(m.stdout.contains("flowchart") && m.stdout.contains("subgraph research"), "{}", m.stdout);
+    assert!(
+        m.stdout.contains("flowchart") && m.stdout.contains("subgraph research"),
+        "{}",
+        m.stdout
+    );
     let d = ag(db.path(), &["viz", &g("approval.ag"), "--format", "dot"]);
     assert_eq!(d.code, 0);
-    assert!(d.stdout.starts_with("digraph") && d.stdout.contains("decision == \\\"yes\\\""), "{}", d.stdout);
-    assert_eq!(ag(db.path(), &["viz", &g("approval.ag"), "--format", "png"]).code, 2);
+    assert!(
+        d.stdout.starts_with("digraph") && d.stdout.contains("decision == \\\"yes\\\""),
+        "{}",
+        d.stdout
+    );
+    assert_eq!(
+        ag(db.path(), &["viz", &g("approval.ag"), "--format", "png"]).code,
+        2
+    );
 }
