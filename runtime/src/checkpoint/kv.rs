@@ -50,6 +50,73 @@ fn decode<T: DeserializeOwned>(key: &[u8], bytes: &[u8]) -> Result<T, Checkpoint
     })
 }
 
+// Channel blobs are the bulk of the store and are read back in long chains on resume, so they
+// get a compact layout instead of self-describing JSON: one tag byte, then
+//   Set:   the value as JSON
+//   Delta: a flag byte (1 = has prev), 16 bytes of prev id if present, the writes as a JSON list
+//   Clear: nothing
+const TAG_SET: u8 = 1;
+const TAG_DELTA: u8 = 2;
+const TAG_CLEAR: u8 = 3;
+
+fn encode_entry(e: &ChannelEntry) -> Result<Vec<u8>, CheckpointError> {
+    let mut out = Vec::new();
+    match e {
+        ChannelEntry::Set(v) => {
+            out.push(TAG_SET);
+            write_json(&mut out, v)?;
+        }
+        ChannelEntry::Delta { prev, writes } => {
+            out.push(TAG_DELTA);
+            match prev {
+                Some(p) => {
+                    out.push(1);
+                    out.extend_from_slice(&p.to_bytes());
+                }
+                None => out.push(0),
+            }
+            write_json(&mut out, writes)?;
+        }
+        ChannelEntry::Clear => out.push(TAG_CLEAR),
+    }
+    Ok(out)
+}
+
+fn decode_entry(key: &[u8], bytes: &[u8]) -> Result<ChannelEntry, CheckpointError> {
+    let corrupt = |reason: &str| CheckpointError::Corrupt {
+        key: keys::render(key),
+        reason: reason.to_string(),
+    };
+    let (&tag, rest) = bytes.split_first().ok_or_else(|| corrupt("empty blob"))?;
+    match tag {
+        TAG_SET => Ok(ChannelEntry::Set(decode(key, rest)?)),
+        TAG_DELTA => {
+            let (&flag, rest) = rest
+                .split_first()
+                .ok_or_else(|| corrupt("truncated delta"))?;
+            let (prev, rest) = if flag == 1 {
+                let id: [u8; 16] = rest
+                    .get(..16)
+                    .and_then(|b| b.try_into().ok())
+                    .ok_or_else(|| corrupt("truncated prev id"))?;
+                (Some(CheckpointId::from_bytes(id)), &rest[16..])
+            } else {
+                (None, rest)
+            };
+            Ok(ChannelEntry::Delta {
+                prev,
+                writes: decode(key, rest)?,
+            })
+        }
+        TAG_CLEAR => Ok(ChannelEntry::Clear),
+        other => Err(corrupt(&format!("unknown blob tag {other}"))),
+    }
+}
+
+fn write_json<T: serde::Serialize>(out: &mut Vec<u8>, v: &T) -> Result<(), CheckpointError> {
+    serde_json::to_writer(out, v).map_err(|e| CheckpointError::Backend(format!("encode: {e}")))
+}
+
 fn special_index(channel: &str) -> Option<i64> {
     [
         special::ERROR,
@@ -196,7 +263,7 @@ impl<S: KvStore> KvCheckpointer<S> {
                         break;
                     }
                     at = match self.store.get(&key)? {
-                        Some(bytes) => match decode::<ChannelEntry>(&key, &bytes)? {
+                        Some(bytes) => match decode_entry(&key, &bytes)? {
                             ChannelEntry::Delta { prev, .. } => prev,
                             _ => None,
                         },
@@ -246,7 +313,7 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
             keys::check("channel", channel)?;
             puts.push((
                 keys::blob(thread, ns, channel, checkpoint.id),
-                encode(entry)?,
+                encode_entry(entry)?,
             ));
         }
         puts.push((
@@ -393,7 +460,7 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
                 .and_then(|b| <[u8; 16]>::try_from(b).ok())
                 .map(CheckpointId::from_bytes);
             match id {
-                Some(id) if id == w => match decode::<ChannelEntry>(k, v) {
+                Some(id) if id == w => match decode_entry(k, v) {
                     Ok(entry) => {
                         want = match &entry {
                             ChannelEntry::Delta { prev, .. } => *prev,
