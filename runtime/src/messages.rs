@@ -8,6 +8,7 @@
 use crate::reducer::ReducerError;
 use crate::value_type::{preview, TypeMismatch};
 use serde_json::{json, Value};
+use std::collections::HashMap;
 
 /// The id of a removal that clears the whole history.
 pub const REMOVE_ALL: &str = "__remove_all__";
@@ -123,6 +124,68 @@ pub fn add_messages(current: &mut Option<Value>, write: Value) -> Result<(), Red
             list[i] = m;
         } else {
             list.push(m);
+        }
+    }
+    Ok(())
+}
+
+/// Message id → position in the list, kept by the engine between writes of one channel.
+#[derive(Default)]
+struct IdIndex {
+    positions: HashMap<String, usize>,
+}
+
+impl IdIndex {
+    fn build(list: &[Value]) -> Self {
+        let mut positions = HashMap::with_capacity(list.len());
+        for (i, m) in list.iter().enumerate() {
+            if let Some(id) = msg_id(m) {
+                positions.insert(id.to_string(), i);
+            }
+        }
+        IdIndex { positions }
+    }
+}
+
+/// [`add_messages`] with an id index in `scratch`, so a write costs O(its messages) instead of
+/// O(history). Same result as [`add_messages`]; removals rebuild the index.
+pub fn add_messages_indexed(
+    current: &mut Option<Value>,
+    write: Value,
+    scratch: &mut crate::reducer::Scratch,
+) -> Result<(), ReducerError> {
+    let incoming = match &write {
+        Value::Array(items) => items.as_slice(),
+        m => std::slice::from_ref(m),
+    };
+    if incoming.iter().any(is_removal) || !matches!(current, Some(Value::Array(_))) {
+        *scratch = None;
+        return add_messages(current, write);
+    }
+    let Some(Value::Array(list)) = current else {
+        return add_messages(current, write);
+    };
+    let fresh = !scratch.as_ref().is_some_and(|s| s.is::<IdIndex>());
+    if fresh {
+        *scratch = Some(Box::new(IdIndex::build(list)));
+    }
+    let Some(index) = scratch.as_mut().and_then(|s| s.downcast_mut::<IdIndex>()) else {
+        return add_messages(current, write);
+    };
+    let items = match write {
+        Value::Array(items) => items,
+        m => vec![m],
+    };
+    for m in items {
+        match msg_id(&m).map(str::to_owned) {
+            Some(id) => match index.positions.get(&id) {
+                Some(&i) if i < list.len() => list[i] = m,
+                _ => {
+                    index.positions.insert(id, list.len());
+                    list.push(m);
+                }
+            },
+            None => list.push(m),
         }
     }
     Ok(())

@@ -56,7 +56,24 @@ pub trait Reducer: Send + Sync + 'static {
 
     /// Folds `write` into `current` (`None` when the channel is empty).
     fn apply(&self, current: &mut Option<Value>, write: Value) -> Result<(), ReducerError>;
+
+    /// Like [`Reducer::apply`], with a scratch slot that the caller keeps for this channel and
+    /// empties whenever the value changes by any other means (an overwrite, a clear, a load).
+    /// Reducers use it for an index that makes a write cheaper than a scan of the value (e.g.
+    /// `add_messages` keeps message id → position). The result must equal `apply`'s.
+    fn apply_with(
+        &self,
+        current: &mut Option<Value>,
+        write: Value,
+        scratch: &mut Scratch,
+    ) -> Result<(), ReducerError> {
+        let _ = scratch;
+        self.apply(current, write)
+    }
 }
+
+/// Per-channel state a reducer may keep between writes (see [`Reducer::apply_with`]).
+pub type Scratch = Option<Box<dyn std::any::Any + Send + Sync>>;
 
 impl fmt::Debug for dyn Reducer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -135,6 +152,14 @@ impl Reducer for AddMessages {
     }
     fn apply(&self, current: &mut Option<Value>, write: Value) -> Result<(), ReducerError> {
         messages::add_messages(current, write)
+    }
+    fn apply_with(
+        &self,
+        current: &mut Option<Value>,
+        write: Value,
+        scratch: &mut Scratch,
+    ) -> Result<(), ReducerError> {
+        messages::add_messages_indexed(current, write, scratch)
     }
 }
 

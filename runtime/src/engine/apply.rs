@@ -230,6 +230,7 @@ impl Run {
             if let Some(v) = as_overwrite(&value) {
                 spec.ty.check(v).map_err(|e| type_err(e.to_string(), v))?;
                 self.values[ch] = Some(Arc::new(v.clone()));
+                self.scratch[ch] = None;
                 if keep_deltas {
                     self.changes.reset(ch, base);
                 }
@@ -275,7 +276,9 @@ impl Run {
             let mut current = self.values[ch]
                 .take()
                 .map(|a| Arc::try_unwrap(a).unwrap_or_else(|a| (*a).clone()));
-            let res = spec.reducer.apply(&mut current, value);
+            let res = spec
+                .reducer
+                .apply_with(&mut current, value, &mut self.scratch[ch]);
             self.values[ch] = current.map(Arc::new);
             res.map_err(|e| RunError::Reducer {
                 node: node.into(),
@@ -299,6 +302,7 @@ impl Run {
         for (ch, spec) in self.g.schema.channels.iter().enumerate() {
             if spec.ephemeral && !wrote.contains(&ch) && self.values[ch].is_some() {
                 self.values[ch] = None;
+                self.scratch[ch] = None;
                 let base = self.versions.get(&spec.name).copied();
                 self.changes.clear(ch, base);
             }

@@ -52,14 +52,21 @@ impl Run {
                 .channel_entries(&self.shared.thread, &self.ns_key, name, *version)
                 .await?;
             let mut cur = spec.default.clone();
+            let mut scratch = None;
             for (_, e) in entries {
                 match e {
-                    ChannelEntry::Set(v) => cur = Some(v),
-                    ChannelEntry::Clear => cur = None,
+                    ChannelEntry::Set(v) => {
+                        cur = Some(v);
+                        scratch = None;
+                    }
+                    ChannelEntry::Clear => {
+                        cur = None;
+                        scratch = None;
+                    }
                     ChannelEntry::Delta { writes, .. } => {
                         for w in writes {
                             spec.reducer
-                                .apply(&mut cur, w)
+                                .apply_with(&mut cur, w, &mut scratch)
                                 .map_err(|e| RunError::Reducer {
                                     node: "checkpoint".into(),
                                     channel: name.clone(),
@@ -71,6 +78,7 @@ impl Run {
                 }
             }
             self.values[ch] = cur.map(Arc::new);
+            self.scratch[ch] = scratch;
         }
         self.versions = c.channel_versions.clone();
         self.barriers = c.barriers.clone();

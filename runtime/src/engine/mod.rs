@@ -80,6 +80,8 @@ pub(crate) struct Run {
     pub written: Option<ChangeLog>,
     pub stats: RunStats,
     pub skip_before_once: bool,
+    /// Per-channel reducer scratch (indexes); emptied when a value changes another way.
+    pub scratch: Vec<crate::reducer::Scratch>,
     /// Executions per node index in this run (for the recursion-limit error).
     pub node_counts: Vec<u64>,
     pub interrupt_before: HashSet<usize>,
@@ -108,6 +110,7 @@ impl Run {
             .iter()
             .map(|c| c.default.clone().map(Arc::new))
             .collect();
+        let g_channels = g.schema.channels.len();
         let ns_key = ns.join("|");
         let interrupt_before = g.interrupt_before.clone();
         let interrupt_after = g.interrupt_after.clone();
@@ -130,6 +133,7 @@ impl Run {
             stats: RunStats::default(),
             skip_before_once: false,
             node_counts: Vec::new(),
+            scratch: (0..g_channels).map(|_| None).collect(),
             interrupt_before,
             interrupt_after,
             flush_task: None,
