@@ -11,8 +11,7 @@ use std::time::Duration;
 #[tokio::test]
 async fn fan_in_node_runs_once_when_branches_arrive_in_one_step() {
     let c_runs = Arc::new(AtomicUsize::new(0));
-    let g = GraphBuilder::new("fanin")
-        .channel(list("log"))
+    let g = log_graph("fanin")
         .node("a", logger("a"))
         .node("b", logger("b"))
         .node("c", counted("c", c_runs.clone()))
@@ -22,10 +21,7 @@ async fn fan_in_node_runs_once_when_branches_arrive_in_one_step() {
         .edge("b", "c")
         .compile()
         .unwrap();
-    let out = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap();
+    let out = run(&g).await;
     assert_eq!(c_runs.load(Ordering::SeqCst), 1);
     assert_eq!(log_of(&out), ["a", "b", "c"]);
     assert_eq!(out.stats.steps, 2);
@@ -34,41 +30,32 @@ async fn fan_in_node_runs_once_when_branches_arrive_in_one_step() {
 #[tokio::test]
 async fn fan_in_from_different_steps_runs_twice_but_waiting_edge_runs_once() {
     // a -> c and b1 -> b2 -> c: plain edges fire c once per arrival step (LangGraph behaviour).
+    // START -> a and START -> b1 -> b2, with a counted `c` left for the caller to wire.
+    fn branches(name: &str, c_runs: Arc<AtomicUsize>) -> GraphBuilder {
+        log_graph(name)
+            .node("a", logger("a"))
+            .node("b1", logger("b1"))
+            .node("b2", logger("b2"))
+            .node("c", counted("c", c_runs))
+            .edge(START, "a")
+            .edge(START, "b1")
+            .edge("b1", "b2")
+    }
     let plain_runs = Arc::new(AtomicUsize::new(0));
-    let g = GraphBuilder::new("plain")
-        .channel(list("log"))
-        .node("a", logger("a"))
-        .node("b1", logger("b1"))
-        .node("b2", logger("b2"))
-        .node("c", counted("c", plain_runs.clone()))
-        .edge(START, "a")
-        .edge(START, "b1")
-        .chain(&["b1", "b2", "c"])
+    let g = branches("plain", plain_runs.clone())
+        .edge("b2", "c")
         .edge("a", "c")
         .compile()
         .unwrap();
-    g.invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap();
+    run(&g).await;
     assert_eq!(plain_runs.load(Ordering::SeqCst), 2);
 
     let join_runs = Arc::new(AtomicUsize::new(0));
-    let g = GraphBuilder::new("join")
-        .channel(list("log"))
-        .node("a", logger("a"))
-        .node("b1", logger("b1"))
-        .node("b2", logger("b2"))
-        .node("c", counted("c", join_runs.clone()))
-        .edge(START, "a")
-        .edge(START, "b1")
-        .edge("b1", "b2")
+    let g = branches("join", join_runs.clone())
         .join(&["a", "b2"], "c")
         .compile()
         .unwrap();
-    let out = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap();
+    let out = run(&g).await;
     assert_eq!(join_runs.load(Ordering::SeqCst), 1);
     assert_eq!(log_of(&out), ["a", "b1", "b2", "c"]);
 }
@@ -79,8 +66,7 @@ async fn merge_order_independent_of_completion_order() {
         tokio::time::sleep(Duration::from_millis(60)).await;
         Ok(Update::new().set("log", json!(["a_slow"])))
     });
-    let g = GraphBuilder::new("order")
-        .channel(list("log"))
+    let g = log_graph("order")
         .node("a_slow", slow)
         .node("z_fast", logger("z_fast"))
         .edge(START, "a_slow")
@@ -88,10 +74,7 @@ async fn merge_order_independent_of_completion_order() {
         .compile()
         .unwrap();
     for _ in 0..3 {
-        let out = g
-            .invoke(values(json!({})), RunConfig::default())
-            .await
-            .unwrap();
+        let out = run(&g).await;
         assert_eq!(log_of(&out), ["a_slow", "z_fast"]);
     }
 }
@@ -152,17 +135,13 @@ async fn sends_run_in_one_step_and_reduce_in_send_order() {
 
 #[tokio::test]
 async fn unknown_route_fails_the_run() {
-    let g = GraphBuilder::new("bad-route")
-        .channel(list("log"))
+    let g = log_graph("bad-route")
         .node("a", logger("a"))
         .edge(START, "a")
         .route("a", |_| "nowhere")
         .compile()
         .unwrap();
-    let err = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap_err();
+    let err = run_err(&g).await;
     match err {
         RunError::UnknownTarget { from, target, .. } => {
             assert_eq!(from, "a");
@@ -176,22 +155,13 @@ async fn unknown_route_fails_the_run() {
 async fn conflicting_replace_writes_fail_with_both_writers_named() {
     let g = GraphBuilder::new("conflict")
         .channel(ChannelSpec::new("x", ValueType::String))
-        .node(
-            "left",
-            node_fn(|_| async { Ok(Update::new().set("x", json!("L"))) }),
-        )
-        .node(
-            "right",
-            node_fn(|_| async { Ok(Update::new().set("x", json!("R"))) }),
-        )
+        .node("left", writes("x", json!("L")))
+        .node("right", writes("x", json!("R")))
         .edge(START, "left")
         .edge(START, "right")
         .compile()
         .unwrap();
-    let err = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap_err();
+    let err = run_err(&g).await;
     let msg = err.to_string();
     match err {
         RunError::ConflictingWrites {
@@ -224,17 +194,11 @@ async fn conflicting_replace_writes_fail_with_both_writers_named() {
 async fn a_write_of_the_wrong_type_names_node_channel_and_value() {
     let g = GraphBuilder::new("types")
         .channel(int("count"))
-        .node(
-            "a",
-            node_fn(|_| async { Ok(Update::new().set("count", json!("three"))) }),
-        )
+        .node("a", writes("count", json!("three")))
         .edge(START, "a")
         .compile()
         .unwrap();
-    let err = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap_err();
+    let err = run_err(&g).await;
     match &err {
         RunError::TypeMismatch {
             node,
@@ -267,8 +231,7 @@ async fn a_write_of_the_wrong_type_names_node_channel_and_value() {
 
 #[tokio::test]
 async fn command_goto_adds_to_static_edges_and_unknown_goto_fails() {
-    let g = GraphBuilder::new("cmd")
-        .channel(list("log"))
+    let g = log_graph("cmd")
         .node(
             "a",
             node_fn(|_| async { Ok(Update::new().set("log", json!(["a"])).goto("c")) }),
@@ -279,24 +242,15 @@ async fn command_goto_adds_to_static_edges_and_unknown_goto_fails() {
         .edge("a", "b")
         .compile()
         .unwrap();
-    let out = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap();
+    let out = run(&g).await;
     assert_eq!(log_of(&out), ["a", "b", "c"]);
 
-    let g = GraphBuilder::new("cmd-bad")
-        .channel(list("log"))
+    let g = log_graph("cmd-bad")
         .node("a", node_fn(|_| async { Ok(Update::new().goto("zzz")) }))
         .edge(START, "a")
         .compile()
         .unwrap();
-    assert!(matches!(
-        g.invoke(values(json!({})), RunConfig::default())
-            .await
-            .unwrap_err(),
-        RunError::UnknownTarget { .. }
-    ));
+    assert!(matches!(run_err(&g).await, RunError::UnknownTarget { .. }));
 }
 
 #[tokio::test]
@@ -327,9 +281,8 @@ async fn recursion_limit_names_the_looping_nodes() {
         other => panic!("expected RecursionLimit, got {other}"),
     }
     // The run keeps its checkpoints: the node ran exactly 5 times (steps -1..=5, as LangGraph).
-    let state = g.get_state("r", None).await.unwrap().unwrap();
-    assert_eq!(state.values["n"], json!(5));
-    assert_eq!(g.history("r", ListQuery::default()).await.unwrap().len(), 7);
+    assert_eq!(state_of(&g, "r").await.values["n"], json!(5));
+    assert_eq!(history_len(&g, "r").await, 7);
     // A per-run override lifts it.
     let g2 = g.clone();
     let out = g2
@@ -360,18 +313,13 @@ async fn ephemeral_channel_is_visible_for_one_step_only() {
     };
     let g = GraphBuilder::new("eph")
         .channel(ChannelSpec::new("flash", "string?".parse().unwrap()).ephemeral())
-        .node(
-            "w",
-            node_fn(|_| async { Ok(Update::new().set("flash", json!("hi"))) }),
-        )
+        .node("w", writes("flash", json!("hi")))
         .node("r1", observe("r1"))
         .node("r2", observe("r2"))
         .chain(&[START, "w", "r1", "r2"])
         .compile()
         .unwrap();
-    g.invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap();
+    run(&g).await;
     let seen = seen.lock().unwrap().clone();
     assert_eq!(seen, vec![("r1", Some(json!("hi"))), ("r2", None)]);
 }
@@ -389,11 +337,7 @@ async fn reducers_sum_merge_and_add_messages_fold_parallel_writes() {
                 .reducer(Arc::new(Merge))
                 .default_value(json!({})),
         )
-        .channel(
-            ChannelSpec::new("messages", ValueType::Messages)
-                .reducer(Arc::new(AddMessages))
-                .default_value(json!([])),
-        )
+        .channel(message_list("messages"))
         .node(
             "a",
             node_fn(|_| async {
@@ -462,22 +406,13 @@ async fn custom_reducer_registered_by_name() {
                 .reducer(registry.get("concat").unwrap())
                 .default_value(json!("")),
         )
-        .node(
-            "a",
-            node_fn(|_| async { Ok(Update::new().set("s", json!("x"))) }),
-        )
-        .node(
-            "b",
-            node_fn(|_| async { Ok(Update::new().set("s", json!("y"))) }),
-        )
+        .node("a", writes("s", json!("x")))
+        .node("b", writes("s", json!("y")))
         .edge(START, "a")
         .edge(START, "b")
         .compile()
         .unwrap();
-    let out = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap();
+    let out = run(&g).await;
     assert_eq!(out.values["s"], json!("xy"));
     assert!(registry.names().any(|n| n == "add_messages"));
 }

@@ -11,8 +11,7 @@ use std::sync::Arc;
 #[tokio::test]
 async fn static_interrupt_then_resume() {
     let b_runs = Arc::new(AtomicUsize::new(0));
-    let g = GraphBuilder::new("static")
-        .channel(list("log"))
+    let g = log_graph("static")
         .node("a", logger("a"))
         .node("b", counted("b", b_runs.clone()))
         .node("c", logger("c"))
@@ -22,77 +21,43 @@ async fn static_interrupt_then_resume() {
         .compile()
         .unwrap()
         .with_checkpointer(memory());
-    let out = g
-        .invoke(values(json!({})), RunConfig::thread("s"))
-        .await
-        .unwrap();
-    assert_eq!(
-        out.status,
-        RunStatus::Interrupted {
-            interrupts: vec![],
-            next: vec!["b".into()]
-        }
-    );
+    let out = run_on(&g, "s").await;
+    assert_eq!(out.status, paused_before(&["b"]));
     assert_eq!(b_runs.load(Ordering::SeqCst), 0);
-    let s = g.get_state("s", None).await.unwrap().unwrap();
+    let s = state_of(&g, "s").await;
     assert_eq!(s.next, ["b"]);
     assert!(s.interrupts.is_empty());
-    let out = g
-        .invoke(Input::Continue, RunConfig::thread("s"))
-        .await
-        .unwrap();
-    assert_eq!(
-        out.status,
-        RunStatus::Interrupted {
-            interrupts: vec![],
-            next: vec!["c".into()]
-        }
-    );
+    let out = continue_on(&g, "s").await;
+    assert_eq!(out.status, paused_before(&["c"]));
     assert_eq!(log_of(&out), ["a", "b"]);
-    let out = g
-        .invoke(Input::Continue, RunConfig::thread("s"))
-        .await
-        .unwrap();
+    let out = continue_on(&g, "s").await;
     assert_eq!(out.status, RunStatus::Done);
     assert_eq!(log_of(&out), ["a", "b", "c"]);
     assert_eq!(b_runs.load(Ordering::SeqCst), 1);
     // A resume value on a static interrupt is refused: there is nothing to answer.
     let g2 = g.clone();
-    g2.invoke(values(json!({})), RunConfig::thread("s2"))
-        .await
-        .unwrap();
-    let err = g2
-        .invoke(Input::resume(json!("x")), RunConfig::thread("s2"))
-        .await
-        .unwrap_err();
+    run_on(&g2, "s2").await;
+    let err = resume_err(&g2, "s2", json!("x")).await;
     assert!(err.to_string().contains("no pending interrupt"), "{err}");
 }
 
 #[tokio::test]
 async fn dynamic_interrupt_reruns_the_node_and_returns_the_resume_value() {
     let before = Arc::new(AtomicUsize::new(0));
-    let b2 = before.clone();
     let g = GraphBuilder::new("ask")
         .channel(ChannelSpec::new("answer", ValueType::String).default_value(json!("")))
         .node(
             "ask",
-            node_fn(move |ctx| {
-                let before = b2.clone();
-                async move {
-                    before.fetch_add(1, Ordering::SeqCst);
-                    let v = ctx.interrupt(json!({"question": "delete 3 nodes?"}))?;
-                    Ok(Update::new().set("answer", v))
-                }
+            counting(before.clone(), |ctx, _| async move {
+                let v = ctx.interrupt(json!({"question": "delete 3 nodes?"}))?;
+                Ok(Update::new().set("answer", v))
             }),
         )
         .edge(START, "ask")
         .compile()
         .unwrap()
         .with_checkpointer(memory());
-    let out = g
-        .invoke(values(json!({})), RunConfig::thread("d"))
-        .await
-        .unwrap();
+    let out = run_on(&g, "d").await;
     let RunStatus::Interrupted { interrupts, next } = &out.status else {
         panic!("not interrupted")
     };
@@ -100,18 +65,14 @@ async fn dynamic_interrupt_reruns_the_node_and_returns_the_resume_value() {
     assert_eq!(interrupts.len(), 1);
     assert_eq!(interrupts[0].value, json!({"question": "delete 3 nodes?"}));
     assert_eq!(interrupts[0].id.len(), 32);
-    let s = g.get_state("d", None).await.unwrap().unwrap();
     assert_eq!(
-        s.interrupts,
+        state_of(&g, "d").await.interrupts,
         interrupts.clone(),
         "state shows exactly the pending interrupt"
     );
     // No checkpoint is written for the interrupted step.
-    assert_eq!(g.history("d", ListQuery::default()).await.unwrap().len(), 2);
-    let out = g
-        .invoke(Input::resume(json!("yes")), RunConfig::thread("d"))
-        .await
-        .unwrap();
+    assert_eq!(history_len(&g, "d").await, 2);
+    let out = resume(&g, "d", json!("yes")).await;
     assert_eq!(out.status, RunStatus::Done);
     assert_eq!(out.values["answer"], json!("yes"));
     assert_eq!(
@@ -132,8 +93,7 @@ async fn two_interrupts_in_one_step_resumed_by_id() {
             ))
         })
     };
-    let g = GraphBuilder::new("two")
-        .channel(list("log"))
+    let g = log_graph("two")
         .node("p", ask("p"))
         .node("q", ask("q"))
         .edge(START, "p")
@@ -141,21 +101,12 @@ async fn two_interrupts_in_one_step_resumed_by_id() {
         .compile()
         .unwrap()
         .with_checkpointer(memory());
-    let out = g
-        .invoke(values(json!({})), RunConfig::thread("t"))
-        .await
-        .unwrap();
-    let RunStatus::Interrupted { interrupts, .. } = out.status else {
-        panic!()
-    };
+    let interrupts = interrupts_of(run_on(&g, "t").await.status);
     assert_eq!(interrupts.len(), 2);
     let (p, q) = (interrupts[0].clone(), interrupts[1].clone());
     assert_eq!((p.node.as_str(), q.node.as_str()), ("p", "q"));
     // A bare value is ambiguous.
-    let err = g
-        .invoke(Input::resume(json!("yes")), RunConfig::thread("t"))
-        .await
-        .unwrap_err();
+    let err = resume_err(&g, "t", json!("yes")).await;
     assert!(
         err.to_string().contains("2 interrupts are pending"),
         "{err}"
@@ -168,21 +119,13 @@ async fn two_interrupts_in_one_step_resumed_by_id() {
         .is_err());
     // Answer q only: p stays pending.
     let only_q = BTreeMap::from([(q.id.clone(), json!("B"))]);
-    let out = g
-        .invoke(Input::Resume(Resume::ById(only_q)), RunConfig::thread("t"))
-        .await
-        .unwrap();
-    let RunStatus::Interrupted { interrupts, .. } = out.status else {
-        panic!()
-    };
+    let out = invoke_on(&g, "t", Input::Resume(Resume::ById(only_q))).await;
+    let interrupts = interrupts_of(out.status);
     assert_eq!(interrupts.len(), 1);
     assert_eq!(interrupts[0].id, p.id);
     // Then p, in the other order: both answers are applied.
     let only_p = BTreeMap::from([(p.id.clone(), json!("A"))]);
-    let out = g
-        .invoke(Input::Resume(Resume::ById(only_p)), RunConfig::thread("t"))
-        .await
-        .unwrap();
+    let out = invoke_on(&g, "t", Input::Resume(Resume::ById(only_p))).await;
     assert_eq!(out.status, RunStatus::Done);
     assert_eq!(log_of(&out), ["p=A", "q=B"]);
 }
@@ -190,8 +133,7 @@ async fn two_interrupts_in_one_step_resumed_by_id() {
 #[tokio::test]
 async fn finished_sibling_is_not_rerun_when_resuming_an_interrupt() {
     let runs = Arc::new(AtomicUsize::new(0));
-    let g = GraphBuilder::new("sib")
-        .channel(list("log"))
+    let g = log_graph("sib")
         .node("work", counted("work", runs.clone()))
         .node(
             "ask",
@@ -205,21 +147,15 @@ async fn finished_sibling_is_not_rerun_when_resuming_an_interrupt() {
         .compile()
         .unwrap()
         .with_checkpointer(memory());
-    g.invoke(values(json!({})), RunConfig::thread("x"))
-        .await
-        .unwrap();
-    let out = g
-        .invoke(Input::resume(json!(true)), RunConfig::thread("x"))
-        .await
-        .unwrap();
+    run_on(&g, "x").await;
+    let out = resume(&g, "x", json!(true)).await;
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     assert_eq!(log_of(&out), ["ask", "work"]);
 }
 
 #[tokio::test]
 async fn several_interrupts_in_one_node_resume_in_call_order() {
-    let g = GraphBuilder::new("multi")
-        .channel(list("log"))
+    let g = log_graph("multi")
         .node(
             "form",
             node_fn(|ctx| async move {
@@ -235,35 +171,19 @@ async fn several_interrupts_in_one_node_resume_in_call_order() {
         .compile()
         .unwrap()
         .with_checkpointer(memory());
-    let out = g
-        .invoke(values(json!({})), RunConfig::thread("m"))
-        .await
-        .unwrap();
-    let RunStatus::Interrupted { interrupts, .. } = out.status else {
-        panic!()
-    };
+    let interrupts = interrupts_of(run_on(&g, "m").await.status);
     assert_eq!(interrupts[0].value, json!("name?"));
-    let out = g
-        .invoke(Input::resume(json!("ada")), RunConfig::thread("m"))
-        .await
-        .unwrap();
-    let RunStatus::Interrupted { interrupts, .. } = out.status else {
-        panic!()
-    };
+    let interrupts = interrupts_of(resume(&g, "m", json!("ada")).await.status);
     assert_eq!(interrupts[0].value, json!("age?"));
-    let out = g
-        .invoke(Input::resume(json!(36)), RunConfig::thread("m"))
-        .await
-        .unwrap();
+    let out = resume(&g, "m", json!(36)).await;
     assert_eq!(log_of(&out), ["ada:36"]);
     // Intermediate resumes write no checkpoints: input, loop(0), loop(1).
-    assert_eq!(g.history("m", ListQuery::default()).await.unwrap().len(), 3);
+    assert_eq!(history_len(&g, "m").await, 3);
 }
 
 #[tokio::test]
 async fn without_a_checkpointer_an_interrupt_ends_the_run_and_resume_is_refused() {
-    let g = GraphBuilder::new("nocp")
-        .channel(list("log"))
+    let g = log_graph("nocp")
         .node(
             "ask",
             node_fn(|ctx| async move {
@@ -274,14 +194,8 @@ async fn without_a_checkpointer_an_interrupt_ends_the_run_and_resume_is_refused(
         .edge(START, "ask")
         .compile()
         .unwrap();
-    let out = g
-        .invoke(values(json!({})), RunConfig::thread("n"))
-        .await
-        .unwrap();
+    let out = run_on(&g, "n").await;
     assert!(matches!(out.status, RunStatus::Interrupted { .. }));
-    let err = g
-        .invoke(Input::resume(json!(1)), RunConfig::thread("n"))
-        .await
-        .unwrap_err();
+    let err = resume_err(&g, "n", json!(1)).await;
     assert!(matches!(err, RunError::NoCheckpointer(_)), "{err}");
 }

@@ -9,22 +9,21 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 fn two_node_chain() -> GraphBuilder {
-    GraphBuilder::new("chain2")
-        .channel(list("log"))
-        .node("a", logger("a"))
-        .node("b", logger("b"))
-        .chain(&[START, "a", "b", END])
+    logged_chain("chain2", &["a", "b"]).edge("b", END)
+}
+
+/// [`two_node_chain`], compiled, on a fresh memory checkpointer.
+fn stored_two_node_chain() -> CompiledGraph {
+    two_node_chain()
+        .compile()
+        .unwrap()
+        .with_checkpointer(memory())
 }
 
 #[tokio::test]
 async fn checkpoint_counts_of_a_two_node_chain_match_langgraph() {
-    let g = two_node_chain()
-        .compile()
-        .unwrap()
-        .with_checkpointer(memory());
-    g.invoke(values(json!({})), RunConfig::thread("t"))
-        .await
-        .unwrap();
+    let g = stored_two_node_chain();
+    run_on(&g, "t").await;
     let h = g.history("t", ListQuery::default()).await.unwrap();
     let shape: Vec<(Source, i64, Vec<String>)> = h
         .iter()
@@ -41,9 +40,7 @@ async fn checkpoint_counts_of_a_two_node_chain_match_langgraph() {
         ]
     );
     // A second run on the thread continues the numbering: 8 checkpoints, steps 3..=6.
-    g.invoke(values(json!({})), RunConfig::thread("t"))
-        .await
-        .unwrap();
+    run_on(&g, "t").await;
     let h = g.history("t", ListQuery::default()).await.unwrap();
     assert_eq!(h.len(), 8);
     assert_eq!(h[0].step, 6);
@@ -54,10 +51,7 @@ async fn checkpoint_counts_of_a_two_node_chain_match_langgraph() {
         assert_eq!(w[0].parent_id, Some(w[1].checkpoint_id));
     }
     // durability=exit stores exactly one checkpoint for a run.
-    let g = two_node_chain()
-        .compile()
-        .unwrap()
-        .with_checkpointer(memory());
+    let g = stored_two_node_chain();
     let out = g
         .invoke(
             values(json!({})),
@@ -69,10 +63,7 @@ async fn checkpoint_counts_of_a_two_node_chain_match_langgraph() {
     let h = g.history("e", ListQuery::default()).await.unwrap();
     assert_eq!(h.len(), 1);
     assert_eq!((h[0].source, h[0].step), (Source::Loop, 2));
-    assert_eq!(
-        g.get_state("e", None).await.unwrap().unwrap().values["log"],
-        json!(["a", "b"])
-    );
+    assert_eq!(state_of(&g, "e").await.values["log"], json!(["a", "b"]));
     // async durability stores them all, like sync.
     let out = g
         .invoke(
@@ -89,8 +80,7 @@ async fn pending_writes_survive_a_siblings_failure_and_resume_skips_the_succeede
     let ok_runs = Arc::new(AtomicUsize::new(0));
     let fail = Arc::new(std::sync::atomic::AtomicBool::new(true));
     let f2 = fail.clone();
-    let g = GraphBuilder::new("pending")
-        .channel(list("log"))
+    let g = log_graph("pending")
         .node("good", counted("good", ok_runs.clone()))
         .node(
             "flaky",
@@ -132,14 +122,11 @@ async fn pending_writes_survive_a_siblings_failure_and_resume_skips_the_succeede
         other => panic!("expected NodeFailed, got {other}"),
     }
     assert_eq!(ok_runs.load(Ordering::SeqCst), 1);
-    let state = g.get_state("p", None).await.unwrap().unwrap();
+    let state = state_of(&g, "p").await;
     assert_eq!(state.next, ["flaky", "good"]);
     assert_eq!(state.step, 0);
     fail.store(false, Ordering::SeqCst);
-    let out = g
-        .invoke(Input::Continue, RunConfig::thread("p"))
-        .await
-        .unwrap();
+    let out = continue_on(&g, "p").await;
     assert_eq!(
         ok_runs.load(Ordering::SeqCst),
         1,
@@ -150,41 +137,24 @@ async fn pending_writes_survive_a_siblings_failure_and_resume_skips_the_succeede
 
 #[tokio::test]
 async fn update_state_as_a_node_then_continue() {
-    let g = GraphBuilder::new("upd")
-        .channel(list("log"))
-        .node("a", logger("a"))
-        .node("b", logger("b"))
-        .node("c", logger("c"))
-        .chain(&[START, "a", "b", "c"])
+    let g = logged_chain("upd", &["a", "b", "c"])
         .interrupt_before("b")
         .compile()
         .unwrap()
         .with_checkpointer(memory());
-    let out = g
-        .invoke(values(json!({})), RunConfig::thread("u"))
-        .await
-        .unwrap();
-    assert_eq!(
-        out.status,
-        RunStatus::Interrupted {
-            interrupts: vec![],
-            next: vec!["b".into()]
-        }
-    );
+    let out = run_on(&g, "u").await;
+    assert_eq!(out.status, paused_before(&["b"]));
     // Act as b: the update goes through the reducer and b's edge plans c.
     let id = g
         .update_state("u", None, json!({"log": ["manual"]}), Some("b"))
         .await
         .unwrap();
-    let s = g.get_state("u", None).await.unwrap().unwrap();
+    let s = state_of(&g, "u").await;
     assert_eq!(s.checkpoint_id, id);
     assert_eq!(s.source, Source::Update);
     assert_eq!(s.values["log"], json!(["a", "manual"]));
     assert_eq!(s.next, ["c"]);
-    let out = g
-        .invoke(Input::Continue, RunConfig::thread("u"))
-        .await
-        .unwrap();
+    let out = continue_on(&g, "u").await;
     assert_eq!(log_of(&out), ["a", "manual", "c"]);
     // Without as_node, the last writer is used; an ambiguous one is an error.
     let id2 = g
@@ -192,21 +162,13 @@ async fn update_state_as_a_node_then_continue() {
         .await
         .unwrap();
     assert_ne!(id, id2);
-    assert_eq!(
-        g.get_state("u", None).await.unwrap().unwrap().next,
-        Vec::<String>::new()
-    );
+    assert_eq!(state_of(&g, "u").await.next, Vec::<String>::new());
 }
 
 #[tokio::test]
 async fn fork_from_an_old_checkpoint_branches_history() {
-    let g = two_node_chain()
-        .compile()
-        .unwrap()
-        .with_checkpointer(memory());
-    g.invoke(values(json!({})), RunConfig::thread("f"))
-        .await
-        .unwrap();
+    let g = stored_two_node_chain();
+    run_on(&g, "f").await;
     let h = g.history("f", ListQuery::default()).await.unwrap();
     let after_a = h.iter().find(|e| e.step == 1).unwrap().checkpoint_id;
     // Time travel: continue from the checkpoint after `a`; b runs again on a new branch.
@@ -234,10 +196,7 @@ async fn fork_from_an_old_checkpoint_branches_history() {
         .update_state("f", Some(after_a), json!({"log": ["x"]}), Some("a"))
         .await
         .unwrap();
-    let out = g
-        .invoke(Input::Continue, RunConfig::thread("f"))
-        .await
-        .unwrap();
+    let out = continue_on(&g, "f").await;
     assert_eq!(log_of(&out), ["a", "x", "b"]);
     assert_eq!(
         g.get_state("f", Some(branch))
@@ -258,11 +217,7 @@ async fn fork_from_an_old_checkpoint_branches_history() {
 /// A loop appending one message per step to a long history.
 fn message_loop(n: i64) -> CompiledGraph {
     GraphBuilder::new("msgloop")
-        .channel(
-            ChannelSpec::new("messages", ValueType::Messages)
-                .reducer(Arc::new(AddMessages))
-                .default_value(json!([])),
-        )
+        .channel(message_list("messages"))
         .channel(int("i"))
         .node(
             "agent",
@@ -288,12 +243,10 @@ async fn storage_grows_with_what_changed_not_with_the_state() {
     for n in [100, 200, 400] {
         let cp = Arc::new(MemoryCheckpointer::new());
         let g = message_loop(n).with_checkpointer(cp.clone());
-        g.invoke(values(json!({})), RunConfig::thread("s"))
-            .await
-            .unwrap();
+        run_on(&g, "s").await;
         sizes.push(cp.store().bytes() as f64);
         // Each step's blob for `messages` is one delta holding one message.
-        let state = g.get_state("s", None).await.unwrap().unwrap();
+        let state = state_of(&g, "s").await;
         assert_eq!(
             state.values["messages"].as_array().unwrap().len(),
             n as usize
@@ -355,10 +308,7 @@ async fn resume_after_reopening_sled_rebuilds_the_same_state() {
     }
     let cp = Arc::new(SledCheckpointer::open(dir.path()).unwrap());
     let g = message_loop(20).with_checkpointer(cp);
-    let out = g
-        .invoke(Input::Continue, RunConfig::thread("r"))
-        .await
-        .unwrap();
+    let out = continue_on(&g, "r").await;
     assert_eq!(out.values["i"], json!(20));
     let ids: Vec<&str> = out.values["messages"]
         .as_array()
@@ -377,9 +327,7 @@ async fn a_changed_schema_is_a_clear_error() {
         .compile()
         .unwrap()
         .with_checkpointer(cp.clone());
-    g.invoke(values(json!({})), RunConfig::thread("s"))
-        .await
-        .unwrap();
+    run_on(&g, "s").await;
     let changed = two_node_chain()
         .channel(int("extra"))
         .compile()
@@ -397,20 +345,15 @@ async fn threads_list_delete_and_prune() {
     let cp = Arc::new(MemoryCheckpointer::new());
     let g = message_loop(10).with_checkpointer(cp.clone());
     for t in ["t1", "t2"] {
-        g.invoke(values(json!({})), RunConfig::thread(t))
-            .await
-            .unwrap();
+        run_on(&g, t).await;
     }
     assert_eq!(g.list_threads().await.unwrap(), ["t1", "t2"]);
     let stats = g.prune(Some("t1"), 2).await.unwrap();
     assert_eq!(stats.checkpoints, 12 - 2);
     // What resuming needs is kept: the latest state still loads in full.
-    let s = g.get_state("t1", None).await.unwrap().unwrap();
+    let s = state_of(&g, "t1").await;
     assert_eq!(s.values["messages"].as_array().unwrap().len(), 10);
-    assert_eq!(
-        g.history("t1", ListQuery::default()).await.unwrap().len(),
-        2
-    );
+    assert_eq!(history_len(&g, "t1").await, 2);
     g.delete_thread("t2").await.unwrap();
     assert_eq!(g.list_threads().await.unwrap(), ["t1"]);
     assert!(g.get_state("t2", None).await.unwrap().is_none());

@@ -10,8 +10,7 @@ use std::time::Duration;
 
 #[tokio::test]
 async fn stream_modes_are_views_over_one_sequence() {
-    let g = GraphBuilder::new("s")
-        .channel(list("log"))
+    let g = log_graph("s")
         .node(
             "a",
             node_fn(|ctx| async move {
@@ -60,8 +59,7 @@ async fn stream_modes_are_views_over_one_sequence() {
 
 #[tokio::test]
 async fn a_slow_consumer_gets_every_event_through_a_bounded_buffer() {
-    let g = GraphBuilder::new("burst")
-        .channel(list("log"))
+    let g = log_graph("burst")
         .node(
             "a",
             node_fn(|ctx| async move {
@@ -89,25 +87,20 @@ async fn a_slow_consumer_gets_every_event_through_a_bounded_buffer() {
 #[tokio::test]
 async fn retry_policy_retries_transient_failures_then_succeeds() {
     let calls = Arc::new(AtomicUsize::new(0));
-    let c2 = calls.clone();
     let policy = RetryPolicy {
         max_attempts: 3,
         initial_interval: Duration::from_millis(5),
         jitter: false,
         ..RetryPolicy::default()
     };
-    let g = GraphBuilder::new("retry")
-        .channel(list("log"))
+    let g = log_graph("retry")
         .node_with(
             "flaky",
-            node_fn(move |_| {
-                let calls = c2.clone();
-                async move {
-                    if calls.fetch_add(1, Ordering::SeqCst) < 2 {
-                        Err(NodeError::transient("503"))
-                    } else {
-                        Ok(Update::new().set("log", json!(["ok"])))
-                    }
+            counting(calls.clone(), |_, before| async move {
+                if before < 2 {
+                    Err(NodeError::transient("503"))
+                } else {
+                    Ok(Update::new().set("log", json!(["ok"])))
                 }
             }),
             NodeOptions {
@@ -118,25 +111,16 @@ async fn retry_policy_retries_transient_failures_then_succeeds() {
         .edge(START, "flaky")
         .compile()
         .unwrap();
-    let out = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap();
+    let out = run(&g).await;
     assert_eq!(log_of(&out), ["ok"]);
     assert_eq!(calls.load(Ordering::SeqCst), 3);
     // A fatal error is not retried by the default `retry_on`.
     let fatal_calls = Arc::new(AtomicUsize::new(0));
-    let f2 = fatal_calls.clone();
-    let g = GraphBuilder::new("fatal")
-        .channel(list("log"))
+    let g = log_graph("fatal")
         .node_with(
             "bad",
-            node_fn(move |_| {
-                let c = f2.clone();
-                async move {
-                    c.fetch_add(1, Ordering::SeqCst);
-                    Err(NodeError::fatal("bad input").with_code("E_INPUT"))
-                }
+            counting(fatal_calls.clone(), |_, _| async {
+                Err(NodeError::fatal("bad input").with_code("E_INPUT"))
             }),
             NodeOptions {
                 retry: Some(policy),
@@ -146,18 +130,14 @@ async fn retry_policy_retries_transient_failures_then_succeeds() {
         .edge(START, "bad")
         .compile()
         .unwrap();
-    let err = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap_err();
+    let err = run_err(&g).await;
     assert_eq!(fatal_calls.load(Ordering::SeqCst), 1);
     assert!(matches!(err, RunError::NodeFailed { code: Some(ref c), .. } if c == "E_INPUT"));
 }
 
 #[tokio::test]
 async fn node_timeout_fails_the_node() {
-    let g = GraphBuilder::new("slow")
-        .channel(list("log"))
+    let g = log_graph("slow")
         .node_with(
             "slow",
             node_fn(|_| async {
@@ -172,10 +152,7 @@ async fn node_timeout_fails_the_node() {
         .edge(START, "slow")
         .compile()
         .unwrap();
-    let err = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap_err();
+    let err = run_err(&g).await;
     assert!(err.to_string().contains("timeout"), "{err}");
 }
 
@@ -210,27 +187,20 @@ async fn cancellation_stops_the_run_and_leaves_a_resumable_checkpoint() {
         .await
         .unwrap_err();
     assert!(matches!(err, RunError::Cancelled(_)), "{err}");
-    let s = g.get_state("c", None).await.unwrap().unwrap();
+    let s = state_of(&g, "c").await;
     assert_eq!(s.values["n"], json!(3));
     assert_eq!(s.next, ["step"]);
-    let out = g
-        .invoke(Input::Continue, RunConfig::thread("c"))
-        .await
-        .unwrap();
+    let out = continue_on(&g, "c").await;
     assert_eq!(out.values["n"], json!(6));
 }
 
 #[tokio::test]
 async fn a_panicking_node_fails_the_run_cleanly() {
-    let g = GraphBuilder::new("panic")
-        .channel(list("log"))
+    let g = log_graph("panic")
         .node("p", node_fn(|_| async { panic!("kaboom") }))
         .edge(START, "p")
         .compile()
         .unwrap();
-    let err = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap_err();
+    let err = run_err(&g).await;
     assert!(err.to_string().contains("kaboom"), "{err}");
 }

@@ -8,8 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 fn child(c1_runs: Arc<AtomicUsize>) -> CompiledGraph {
-    GraphBuilder::new("child")
-        .channel(list("log"))
+    log_graph("child")
         .channel(ChannelSpec::new("bar", ValueType::String).default_value(json!("")))
         .node("c1", counted("c1", c1_runs))
         .node(
@@ -26,8 +25,7 @@ fn child(c1_runs: Arc<AtomicUsize>) -> CompiledGraph {
 }
 
 fn parent(child: CompiledGraph) -> GraphBuilder {
-    GraphBuilder::new("parent")
-        .channel(list("log"))
+    log_graph("parent")
         .channel(int("untouched"))
         .node("p1", logger("p1"))
         .subgraph("sub", Subgraph::new(child))
@@ -78,31 +76,21 @@ async fn subgraph_namespace_in_events_and_checkpoints() {
         (seqs[0]..seqs[0] + seqs.len() as u64).collect::<Vec<_>>()
     );
     // The child's checkpoints live in the same thread under that namespace.
-    let q = ListQuery {
-        ns: Some(ns[0].clone()),
+    let in_ns = |ns: &str| ListQuery {
+        ns: Some(ns.to_string()),
         ..ListQuery::default()
     };
-    let child_history = cp.list("ns", &q).await.unwrap();
+    let child_history = cp.list("ns", &in_ns(&ns[0])).await.unwrap();
     assert_eq!(child_history.len(), 4);
     assert!(child_history.iter().all(|t| t.ns == ns[0]));
-    let root = cp
-        .list(
-            "ns",
-            &ListQuery {
-                ns: Some(String::new()),
-                ..ListQuery::default()
-            },
-        )
-        .await
-        .unwrap();
+    let root = cp.list("ns", &in_ns("")).await.unwrap();
     assert_eq!(root.len(), 5);
 }
 
 #[tokio::test]
 async fn interrupt_inside_a_subgraph_surfaces_at_the_root_and_resumes_into_it() {
     let c1_runs = Arc::new(AtomicUsize::new(0));
-    let inner = GraphBuilder::new("approval")
-        .channel(list("log"))
+    let inner = log_graph("approval")
         .node("c1", counted("c1", c1_runs.clone()))
         .node(
             "ask",
@@ -115,10 +103,7 @@ async fn interrupt_inside_a_subgraph_surfaces_at_the_root_and_resumes_into_it() 
         .compile()
         .unwrap();
     let g = parent(inner).compile().unwrap().with_checkpointer(memory());
-    let out = g
-        .invoke(values(json!({})), RunConfig::thread("i"))
-        .await
-        .unwrap();
+    let out = run_on(&g, "i").await;
     let RunStatus::Interrupted { interrupts, next } = out.status else {
         panic!("not interrupted")
     };
@@ -126,19 +111,8 @@ async fn interrupt_inside_a_subgraph_surfaces_at_the_root_and_resumes_into_it() 
     assert_eq!(interrupts.len(), 1);
     assert_eq!(interrupts[0].node, "ask");
     assert!(interrupts[0].ns[0].starts_with("sub:"));
-    assert_eq!(
-        g.get_state("i", None)
-            .await
-            .unwrap()
-            .unwrap()
-            .interrupts
-            .len(),
-        1
-    );
-    let out = g
-        .invoke(Input::resume(json!(true)), RunConfig::thread("i"))
-        .await
-        .unwrap();
+    assert_eq!(state_of(&g, "i").await.interrupts.len(), 1);
+    let out = resume(&g, "i", json!(true)).await;
     assert_eq!(out.status, RunStatus::Done);
     assert_eq!(log_of(&out), ["p1", "c1", "approved=true", "p2"]);
     assert_eq!(
@@ -150,8 +124,7 @@ async fn interrupt_inside_a_subgraph_surfaces_at_the_root_and_resumes_into_it() 
 
 #[tokio::test]
 async fn command_to_parent_routes_the_parent_graph() {
-    let inner = GraphBuilder::new("escalate")
-        .channel(list("log"))
+    let inner = log_graph("escalate")
         .node(
             "decide",
             node_fn(|_| async {
@@ -164,17 +137,13 @@ async fn command_to_parent_routes_the_parent_graph() {
         .edge(START, "decide")
         .compile()
         .unwrap();
-    let g = GraphBuilder::new("org")
-        .channel(list("log"))
+    let g = log_graph("org")
         .subgraph("team", Subgraph::new(inner))
         .node("manager", logger("manager"))
         .edge(START, "team")
         .compile()
         .unwrap();
-    let out = g
-        .invoke(values(json!({})), RunConfig::default())
-        .await
-        .unwrap();
+    let out = run(&g).await;
     assert_eq!(log_of(&out), ["escalated", "manager"]);
 }
 
