@@ -27,11 +27,21 @@ fn width() -> usize {
         .unwrap_or(100)
 }
 
+/// Prints `error: {e}` and returns the exit code `code`.
+pub fn fail(e: impl std::fmt::Display, code: u8) -> u8 {
+    eprintln!("error: {e}");
+    code
+}
+
+/// Diagnostics as one JSON array.
+fn diagnostics_json(project: &Project, diags: &[Diagnostic]) -> serde_json::Value {
+    serde_json::Value::Array(diags.iter().map(|d| project.to_json(d)).collect())
+}
+
 /// Prints diagnostics: rendered for people (colour on a terminal), JSON lines with `json`.
 pub fn print_diagnostics(project: &Project, diags: &[Diagnostic], json: bool) {
     if json {
-        let all: Vec<serde_json::Value> = diags.iter().map(|d| project.to_json(d)).collect();
-        println!("{}", serde_json::Value::Array(all));
+        println!("{}", diagnostics_json(project, diags));
         return;
     }
     let color = std::io::stderr().is_terminal();
@@ -45,12 +55,15 @@ pub fn print_diagnostics(project: &Project, diags: &[Diagnostic], json: bool) {
     }
 }
 
+/// Loads a graph file and what it references; if the root cannot be read, prints why and
+/// returns the exit code.
+fn load_project(path: &Path) -> Result<Project, u8> {
+    Project::load(path).map_err(|e| fail(e, exit::USAGE))
+}
+
 /// Loads, checks and compiles a graph; on failure prints why and returns the exit code.
 pub fn load(path: &Path, json: bool) -> Result<CompiledGraph, u8> {
-    let project = Project::load(path).map_err(|e| {
-        eprintln!("error: {e}");
-        exit::USAGE
-    })?;
+    let project = load_project(path)?;
     let reg = registry();
     match project.compile(&reg) {
         Ok(g) => {
@@ -63,9 +76,7 @@ pub fn load(path: &Path, json: bool) -> Result<CompiledGraph, u8> {
         Err(diags) => {
             // In JSON mode stdout is for results: diagnostics go to stderr as JSON.
             if json {
-                let all: Vec<serde_json::Value> =
-                    diags.iter().map(|d| project.to_json(d)).collect();
-                eprintln!("{}", serde_json::Value::Array(all));
+                eprintln!("{}", diagnostics_json(&project, &diags));
             } else {
                 print_diagnostics(&project, &diags, false);
             }
@@ -76,10 +87,9 @@ pub fn load(path: &Path, json: bool) -> Result<CompiledGraph, u8> {
 
 /// Opens the sled store.
 pub fn store(ctx: &Ctx) -> Result<Arc<SledCheckpointer>, u8> {
-    SledCheckpointer::open(&ctx.db).map(Arc::new).map_err(|e| {
-        eprintln!("error: {e}");
-        exit::FAILED
-    })
+    SledCheckpointer::open(&ctx.db)
+        .map(Arc::new)
+        .map_err(|e| fail(e, exit::FAILED))
 }
 
 /// A graph with the store attached.
@@ -90,12 +100,9 @@ pub fn load_with_store(ctx: &Ctx, path: &Path) -> Result<CompiledGraph, u8> {
 
 /// `agentgraph check`.
 pub fn check(ctx: &Ctx, path: &Path) -> u8 {
-    let project = match Project::load(path) {
+    let project = match load_project(path) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
+        Err(c) => return c,
     };
     let diags = project.check(&registry());
     print_diagnostics(&project, &diags, ctx.json);
@@ -159,17 +166,11 @@ pub fn fmt(path: &Path, check_only: bool) -> u8 {
 pub fn viz(path: &Path, format: &str) -> u8 {
     let format: agentgraph_dsl::viz::Format = match format.parse() {
         Ok(f) => f,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
+        Err(e) => return fail(e, exit::USAGE),
     };
-    let project = match Project::load(path) {
+    let project = match load_project(path) {
         Ok(p) => p,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return exit::USAGE;
-        }
+        Err(c) => return c,
     };
     let diags = project.check(&registry());
     if diags.iter().any(Diagnostic::is_error) {
@@ -181,10 +182,7 @@ pub fn viz(path: &Path, format: &str) -> u8 {
             print!("{text}");
             exit::DONE
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::USAGE
-        }
+        Err(e) => fail(e, exit::USAGE),
     }
 }
 

@@ -1,7 +1,7 @@
 //! state, history, update, threads, prune.
 
 use crate::exit;
-use crate::graph::{json_arg, load_with_store, store, Ctx};
+use crate::graph::{fail, json_arg, load_with_store, store, Ctx};
 use agentgraph_runtime::{CheckpointId, Checkpointer, ListQuery};
 use serde_json::json;
 use std::path::Path;
@@ -38,10 +38,7 @@ pub async fn state(ctx: &Ctx, path: &Path, thread: &str, checkpoint: Option<Stri
             eprintln!("error: thread {thread:?} has no checkpoint (list threads with `agentgraph threads`)");
             exit::FAILED
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::FAILED
-        }
+        Err(e) => fail(e, exit::FAILED),
     }
 }
 
@@ -77,10 +74,7 @@ pub async fn history(ctx: &Ctx, path: &Path, thread: &str, limit: Option<usize>)
             }
             exit::DONE
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::FAILED
-        }
+        Err(e) => fail(e, exit::FAILED),
     }
 }
 
@@ -112,10 +106,7 @@ pub async fn update(
             }
             exit::DONE
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::USAGE
-        }
+        Err(e) => fail(e, exit::USAGE),
     }
 }
 
@@ -136,10 +127,7 @@ pub async fn threads(ctx: &Ctx) -> u8 {
             }
             exit::DONE
         }
-        Err(e) => {
-            eprintln!("error: {e}");
-            exit::FAILED
-        }
+        Err(e) => fail(e, exit::FAILED),
     }
 }
 
@@ -166,9 +154,6 @@ pub async fn prune(ctx: &Ctx, thread: Option<String>, keep: usize) -> u8 {
             }
             exit::DONE
         }
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("error: {e}");
-            exit::FAILED
-        }
+        (Err(e), _) | (_, Err(e)) => fail(e, exit::FAILED),
     }
 }

@@ -345,6 +345,14 @@ pub struct RouteBlock {
     pub span: Span,
 }
 
+impl RouteBlock {
+    /// The node each arm's targets go to, arm by arm, in source order (a send's node for a
+    /// fan-out).
+    pub fn target_names(&self) -> impl Iterator<Item = &Ident> {
+        self.arms.iter().flat_map(RouteArm::target_names)
+    }
+}
+
 /// One arm of a route.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RouteArm {
@@ -365,6 +373,23 @@ pub enum RouteTarget {
     Node(Ident),
     /// A fan-out.
     Send(SendExpr),
+}
+
+impl RouteArm {
+    /// The node each of the arm's targets goes to, in source order.
+    pub fn target_names(&self) -> impl Iterator<Item = &Ident> {
+        self.targets.iter().map(RouteTarget::name)
+    }
+}
+
+impl RouteTarget {
+    /// The node the target goes to: the node itself, or the node a send runs.
+    pub fn name(&self) -> &Ident {
+        match self {
+            RouteTarget::Node(n) => n,
+            RouteTarget::Send(s) => &s.node,
+        }
+    }
 }
 
 /// `send node for x in list { key: expr }`.

@@ -1176,15 +1176,7 @@ impl Checker<'_, '_> {
                 let targets: Vec<String> = match h {
                     Target::Node(n) => vec![n.name.clone()],
                     Target::Send(s) => vec![s.node.name.clone()],
-                    Target::Route(r) => r
-                        .arms
-                        .iter()
-                        .flat_map(|a| a.targets.iter())
-                        .map(|t| match t {
-                            RouteTarget::Node(n) => n.name.clone(),
-                            RouteTarget::Send(s) => s.node.name.clone(),
-                        })
-                        .collect(),
+                    Target::Route(r) => r.target_names().map(|n| n.name.clone()).collect(),
                 };
                 for p in &prev {
                     for t in &targets {
@@ -1192,15 +1184,11 @@ impl Checker<'_, '_> {
                     }
                     let (statics, arms) = fanout.entry(p.clone()).or_default();
                     match h {
-                        Target::Route(r) => arms.extend(r.arms.iter().map(|a| {
-                            a.targets
+                        Target::Route(r) => arms.extend(
+                            r.arms
                                 .iter()
-                                .map(|t| match t {
-                                    RouteTarget::Node(n) => n.name.clone(),
-                                    RouteTarget::Send(s) => s.node.name.clone(),
-                                })
-                                .collect()
-                        })),
+                                .map(|a| a.target_names().map(|n| n.name.clone()).collect()),
+                        ),
                         _ => statics.extend(targets.iter().cloned()),
                     }
                 }

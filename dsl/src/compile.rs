@@ -444,16 +444,7 @@ fn edge(mut b: GraphBuilder, e: &EdgeStmt) -> GraphBuilder {
                 prev = vec![n.name.clone()];
             }
             Target::Route(r) => {
-                let declared: Vec<String> = r
-                    .arms
-                    .iter()
-                    .flat_map(|a| a.targets.iter())
-                    .map(|t| match t {
-                        RouteTarget::Node(n) => n.name.clone(),
-                        RouteTarget::Send(s) => s.node.name.clone(),
-                    })
-                    .collect();
-                let declared: Vec<&str> = declared.iter().map(String::as_str).collect();
+                let declared: Vec<&str> = r.target_names().map(|n| n.name.as_str()).collect();
                 for p in &prev {
                     b = b.route_to(p.clone(), &declared, route_fn(r));
                 }

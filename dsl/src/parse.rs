@@ -430,52 +430,10 @@ impl Builder<'_> {
     }
 
     fn entries(&mut self, p: P) -> Vec<Entry> {
-        let mut out = Vec::new();
-        for e in p.into_inner() {
-            let inner = match e.as_rule() {
-                Rule::node_entry => match e.into_inner().next() {
-                    Some(i) => i,
-                    None => continue,
-                },
-                _ => e,
-            };
-            match inner.as_rule() {
-                Rule::value_entry => {
-                    let mut it = inner.into_inner();
-                    if let (Some(k), Some(v)) = (it.next(), it.next()) {
-                        out.push(Entry::Value {
-                            key: ident(k),
-                            value: self.expr(v),
-                        });
-                    }
-                }
-                Rule::block_entry => {
-                    let s = span(&inner);
-                    let mut it = inner.into_inner();
-                    let Some(k) = it.next() else { continue };
-                    let key = ident(k);
-                    let mut entries = Vec::new();
-                    for sub in it {
-                        let sub_inner = match sub.as_rule() {
-                            Rule::node_entry => match sub.into_inner().next() {
-                                Some(i) => i,
-                                None => continue,
-                            },
-                            _ => sub,
-                        };
-                        entries.extend(self.entry_one(sub_inner));
-                    }
-                    out.push(Entry::Block {
-                        key,
-                        entries,
-                        span: s,
-                    });
-                }
-                Rule::bad_item => self.bad(&inner, Context::Body),
-                _ => {}
-            }
-        }
-        out
+        p.into_inner()
+            .filter_map(node_entry_inner)
+            .filter_map(|e| self.entry_one(e))
+            .collect()
     }
 
     fn entry_one(&mut self, inner: P) -> Option<Entry> {
@@ -495,11 +453,7 @@ impl Builder<'_> {
                 let key = ident(it.next()?);
                 let mut entries = Vec::new();
                 for sub in it {
-                    let sub_inner = match sub.as_rule() {
-                        Rule::node_entry => sub.into_inner().next()?,
-                        _ => sub,
-                    };
-                    entries.extend(self.entry_one(sub_inner));
+                    entries.extend(self.entry_one(node_entry_inner(sub)?));
                 }
                 Some(Entry::Block {
                     key,
@@ -848,6 +802,14 @@ impl Builder<'_> {
             _ => ExprKind::Null,
         };
         Expr { kind, span: s }
+    }
+}
+
+/// The entry a `node_entry` wraps (other pairs are entries already).
+fn node_entry_inner(p: P) -> Option<P> {
+    match p.as_rule() {
+        Rule::node_entry => p.into_inner().next(),
+        _ => Some(p),
     }
 }
 

@@ -48,6 +48,12 @@ fn key(p: &Path) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
+/// `d`, said to be about the file diagnostics call `name`.
+fn in_file(mut d: Diagnostic, name: &str) -> Diagnostic {
+    d.file = name.to_string();
+    d
+}
+
 fn references(f: &File) -> Vec<&StrLit> {
     let mut out: Vec<&StrLit> = f.uses.iter().map(|u| &u.path).collect();
     for g in &f.graphs {
@@ -94,10 +100,8 @@ impl Project {
 
     fn add(&mut self, k: PathBuf, name: String, text: String, stack: &mut Vec<PathBuf>) {
         let parsed = crate::parse::parse(&text);
-        for mut d in parsed.diagnostics {
-            d.file = name.clone();
-            self.diagnostics.push(d);
-        }
+        self.diagnostics
+            .extend(parsed.diagnostics.into_iter().map(|d| in_file(d, &name)));
         let dir = k.parent().map(Path::to_path_buf).unwrap_or_default();
         let refs: Vec<StrLit> = parsed
             .file
@@ -126,15 +130,14 @@ impl Project {
                             .unwrap_or_default()
                     })
                     .collect();
-                let mut d = Diagnostic::error(
+                let d = Diagnostic::error(
                     "E0251",
                     r.span,
                     format!("import cycle: {}", chain.join(" -> ")),
                 )
                 .label("this reference closes the cycle")
                 .help("a graph cannot contain itself; move the shared part into a third file");
-                d.file = name.clone();
-                self.diagnostics.push(d);
+                self.diagnostics.push(in_file(d, &name));
                 continue;
             }
             if self.sources.contains_key(&tk) {
@@ -147,7 +150,7 @@ impl Project {
                     stack.pop();
                 }
                 Err(e) => {
-                    let mut d = Diagnostic::error(
+                    let d = Diagnostic::error(
                         "E0250",
                         r.span,
                         format!("cannot read `{}`: {e}", r.value),
@@ -157,8 +160,7 @@ impl Project {
                         "paths are relative to this file's folder ({})",
                         dir.display()
                     ));
-                    d.file = name.clone();
-                    self.diagnostics.push(d);
+                    self.diagnostics.push(in_file(d, &name));
                 }
             }
         }
@@ -187,12 +189,11 @@ impl Project {
                 .iter()
                 .chain(out.iter().filter(|d| d.file == src.name))
                 .any(Diagnostic::is_error);
-            for mut d in ds {
+            for d in ds {
                 if has_errors && matches!(d.code, "W0301" | "W0302") {
                     continue;
                 }
-                d.file = src.name.clone();
-                out.push(d);
+                out.push(in_file(d, &src.name));
             }
         }
         out
@@ -246,24 +247,20 @@ impl Project {
 
     /// Renders a diagnostic with its file's text.
     pub fn render(&self, d: &Diagnostic, color: bool, width: usize) -> String {
-        let text = self
-            .sources
-            .values()
-            .find(|s| s.name == d.file)
-            .map(|s| s.text.as_str())
-            .unwrap_or("");
-        diagnostic::render(d, text, color, width)
+        diagnostic::render(d, self.text_of(d), color, width)
     }
 
     /// The JSON form of a diagnostic (with line and column).
     pub fn to_json(&self, d: &Diagnostic) -> serde_json::Value {
-        let text = self
-            .sources
+        diagnostic::to_json(d, self.text_of(d))
+    }
+
+    /// The text of the file a diagnostic is about (empty if it is not one of ours).
+    fn text_of(&self, d: &Diagnostic) -> &str {
+        self.sources
             .values()
             .find(|s| s.name == d.file)
-            .map(|s| s.text.as_str())
-            .unwrap_or("");
-        diagnostic::to_json(d, text)
+            .map_or("", |s| s.text.as_str())
     }
 
     /// The root source.
@@ -305,10 +302,7 @@ impl Resolver<'_> {
         let compiled =
             compile_graph(g, &symbols, self.reg, &dir, &prompts, self).map_err(|ds| {
                 ds.into_iter()
-                    .map(|mut d| {
-                        d.file = src.name.clone();
-                        d
-                    })
+                    .map(|d| in_file(d, &src.name))
                     .collect::<Vec<_>>()
             })?;
         self.cache

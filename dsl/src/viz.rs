@@ -342,15 +342,14 @@ impl<'p> Builder<'p> {
                             .as_ref()
                             .map_or("else".into(), |c| snippet(sc.text, c.span));
                         for t in &arm.targets {
-                            let (name, kind, label) = match t {
-                                RouteTarget::Node(n) => (&n.name, EdgeKind::Route, cond.clone()),
+                            let (kind, label) = match t {
+                                RouteTarget::Node(_) => (EdgeKind::Route, cond.clone()),
                                 RouteTarget::Send(s) => (
-                                    &s.node.name,
                                     EdgeKind::Send,
                                     format!("{cond}: {}", send_label(sc.text, s)),
                                 ),
                             };
-                            let to = self.node_ref(sc, name);
+                            let to = self.node_ref(sc, &t.name().name);
                             for p in &prev {
                                 sc.block.edge(p, &to, kind, Some(label.clone()));
                             }

@@ -203,11 +203,24 @@ impl Printer<'_> {
         let mut flat = String::new();
         flat_object(self.src, o, &mut flat);
         let end = self.end(o.span);
-        if self.fits(&flat) && !self.has_comment(o.span.start, end) {
-            self.push(&flat);
+        let elems: Vec<Elem> = o.entries.iter().map(|(k, v)| Elem::Entry(k, v)).collect();
+        self.flat_or_seq(&flat, ["{", "}"], o.span.start, end, &elems);
+    }
+
+    /// `flat` where it fits on the line and no comment stands between `open` and `end`; else
+    /// the elements one per line between `delims` (see [`Printer::seq`]).
+    pub(super) fn flat_or_seq(
+        &mut self,
+        flat: &str,
+        [opener, closer]: [&str; 2],
+        open: usize,
+        end: usize,
+        elems: &[Elem],
+    ) {
+        if self.fits(flat) && !self.has_comment(open, end) {
+            self.push(flat);
         } else {
-            let elems: Vec<Elem> = o.entries.iter().map(|(k, v)| Elem::Entry(k, v)).collect();
-            self.seq("{", "}", o.span.start, end, &elems);
+            self.seq(opener, closer, open, end, elems);
         }
     }
 

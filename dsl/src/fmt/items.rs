@@ -156,12 +156,8 @@ impl Printer<'_> {
                     .join(", ")
             ),
         };
-        if self.fits(&flat) && !self.has_comment(open, end) {
-            self.push(&flat);
-        } else {
-            let elems: Vec<Elem> = l.names.iter().map(Elem::Name).collect();
-            self.seq("{", "}", open, end, &elems);
-        }
+        let elems: Vec<Elem> = l.names.iter().map(Elem::Name).collect();
+        self.flat_or_seq(&flat, ["{", "}"], open, end, &elems);
     }
 
     fn tools(&mut self, t: &ToolsDecl) {
@@ -176,12 +172,8 @@ impl Printer<'_> {
             flat_tool(self.src, tool, &mut flat);
         }
         flat.push(']');
-        if self.fits(&flat) && !self.has_comment(open, end) {
-            self.push(&flat);
-        } else {
-            let elems: Vec<Elem> = t.tools.iter().map(Elem::Tool).collect();
-            self.seq("[", "]", open, end, &elems);
-        }
+        let elems: Vec<Elem> = t.tools.iter().map(Elem::Tool).collect();
+        self.flat_or_seq(&flat, ["[", "]"], open, end, &elems);
     }
 
     fn node(&mut self, n: &NodeDecl) {
