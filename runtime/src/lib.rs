@@ -36,6 +36,7 @@ mod error;
 mod graph;
 mod ids;
 pub mod messages;
+pub mod models;
 mod node;
 pub mod reducer;
 mod retry;
@@ -43,6 +44,7 @@ mod schema;
 mod state;
 pub mod stream;
 mod subgraph;
+pub mod tools;
 mod update;
 mod value_type;
 

@@ -1,0 +1,75 @@
+//! Tools that models call: the [`Tool`] trait and what a call returns.
+
+use crate::models::ToolSpec;
+use crate::node::TaskContext;
+use async_trait::async_trait;
+use serde_json::Value;
+
+/// What a tool returns: the content of its tool message, plus state writes (e.g. queued
+/// operations) applied with the tool executor's update.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// The tool message content (a string or JSON).
+    pub content: Value,
+    /// Channel writes.
+    pub writes: Vec<(String, Value)>,
+}
+
+impl ToolOutput {
+    /// A text result.
+    pub fn text(s: impl Into<String>) -> Self {
+        ToolOutput {
+            content: Value::String(s.into()),
+            writes: Vec::new(),
+        }
+    }
+
+    /// Adds a channel write.
+    pub fn write(mut self, channel: impl Into<String>, value: Value) -> Self {
+        self.writes.push((channel.into(), value));
+        self
+    }
+}
+
+/// A failed tool call, reported to the model as a tool message it can act on.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    /// A stable code (`INVALID_INPUT`, `NOT_FOUND`, …).
+    pub code: String,
+    /// What went wrong and what to do instead.
+    pub message: String,
+}
+
+impl ToolError {
+    /// An error with a code and an actionable message.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        ToolError {
+            code: code.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A tool.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The name models call it by.
+    fn name(&self) -> &str;
+    /// What it does.
+    fn description(&self) -> &str;
+    /// JSON schema of its arguments (checked before `call`).
+    fn input_schema(&self) -> Value;
+    /// Runs the tool. `ctx` gives the state as of the step's start, custom events (progress),
+    /// interrupts and cancellation.
+    async fn call(&self, args: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError>;
+
+    /// The spec sent to models.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description().to_string(),
+            input_schema: self.input_schema(),
+        }
+    }
+}
