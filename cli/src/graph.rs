@@ -17,7 +17,10 @@ pub struct Ctx {
 
 /// The registry of names graphs may use in this build.
 pub fn registry() -> Registry {
-    Registry::default()
+    let mut reg = Registry::default();
+    // No tools yet: the workflow-builder tools arrive with std-tools (issue #5).
+    agentgraph_dsl::agents::register(&mut reg, agentgraph_dsl::agents::ToolMap::new());
+    reg
 }
 
 fn width() -> usize {

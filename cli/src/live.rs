@@ -12,6 +12,8 @@ pub struct LiveView {
     bars: MultiProgress,
     running: HashMap<String, (Instant, ProgressBar, String)>,
     tty: bool,
+    /// Streamed tokens were printed and the line is not finished yet.
+    mid_line: bool,
 }
 
 impl LiveView {
@@ -27,10 +29,14 @@ impl LiveView {
             bars: MultiProgress::with_draw_target(target),
             running: HashMap::new(),
             tty,
+            mid_line: false,
         }
     }
 
-    fn line(&self, text: String) {
+    fn line(&mut self, text: String) {
+        if std::mem::take(&mut self.mid_line) {
+            eprintln!();
+        }
         if self.tty {
             let _ = self.bars.println(text);
         } else {
@@ -107,6 +113,7 @@ impl LiveView {
                     .and_then(|v| v.as_str())
                 {
                     eprint!("{t}");
+                    self.mid_line = true;
                 }
             }
             _ => {}

@@ -381,3 +381,56 @@ fn viz_draws_mermaid_and_dot() {
         2
     );
 }
+
+#[test]
+fn llm_node_runs_offline_on_the_scripted_model() {
+    let db = tempfile::tempdir().unwrap();
+    let o = ag(
+        db.path(),
+        &[
+            "run",
+            &g("chat.ag"),
+            "--json",
+            "--stream",
+            "messages",
+            "--input",
+            r#"{"messages": [{"type": "human", "content": "Hi"}]}"#,
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let lines: Vec<Value> = o
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let (chunks, fin) = lines.split_at(lines.len() - 1);
+    assert!(
+        chunks.len() > 1
+            && chunks
+                .iter()
+                .all(|c| c["mode"] == json!("messages") && c["node"] == json!("agent"))
+    );
+    let streamed: String = chunks
+        .iter()
+        .filter_map(|c| c["data"]["delta"].as_str())
+        .collect();
+    let messages = fin[0]["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1]["type"], json!("ai"));
+    assert_eq!(messages[1]["content"].as_str(), Some(streamed.as_str()));
+    assert!(streamed.contains("scripted demo model"));
+    assert_eq!(fin[0]["usage"]["total"]["input_tokens"], json!(42));
+    // Each process loads the script afresh, so another run on a new thread gets the same answer.
+    let again = ag(
+        db.path(),
+        &[
+            "run",
+            &g("chat.ag"),
+            "--thread",
+            "x",
+            "--input",
+            r#"{"messages": [{"type": "human", "content": "a"}]}"#,
+        ],
+    );
+    assert_eq!(again.code, 0, "{}", again.stderr);
+}

@@ -22,5 +22,6 @@ pub mod compile;
 pub mod project;
 
 pub use project::{LoadError, Project};
+pub mod agents;
 pub mod fmt;
 pub mod viz;

@@ -168,8 +168,10 @@ fn check_against_compiled(g: &CompiledGraph, prefix: &str, mermaid: &str, dot: &
 fn diagrams_match_the_compiled_graphs() {
     for ex in examples() {
         let project = load(&ex);
+        let mut reg = Registry::default();
+        agentgraph_dsl::agents::register(&mut reg, Default::default());
         let g = project
-            .compile(&Registry::default())
+            .compile(&reg)
             .unwrap_or_else(|_| panic!("{}", ex.display()));
         let (mermaid, dot) = (draw(&ex, Format::Mermaid), draw(&ex, Format::Dot));
         assert!(mermaid.contains("flowchart TD\n"));

@@ -38,6 +38,7 @@ mod ids;
 pub mod messages;
 pub mod models;
 mod node;
+pub mod nodes;
 pub mod reducer;
 mod retry;
 mod schema;

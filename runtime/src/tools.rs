@@ -1,9 +1,12 @@
 //! Tools that models call: the [`Tool`] trait and what a call returns.
 
 use crate::models::ToolSpec;
-use crate::node::TaskContext;
+use crate::node::{Interrupt, NodeError, TaskContext};
 use async_trait::async_trait;
 use serde_json::Value;
+
+mod schema;
+pub use schema::validate_args;
 
 /// What a tool returns: the content of its tool message, plus state writes (e.g. queued
 /// operations) applied with the tool executor's update.
@@ -32,6 +35,10 @@ impl ToolOutput {
 }
 
 /// A failed tool call, reported to the model as a tool message it can act on.
+///
+/// A tool that asks a human returns the error of [`TaskContext::interrupt`] with `?` (through
+/// `From<NodeError>`): the error then carries the interrupts, and the tool executor interrupts
+/// the whole node instead of reporting an error to the model.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct ToolError {
@@ -39,6 +46,25 @@ pub struct ToolError {
     pub code: String,
     /// What went wrong and what to do instead.
     pub message: String,
+    /// Pending human questions (code `INTERRUPTED`); empty for a real failure.
+    pub interrupts: Vec<Interrupt>,
+}
+
+impl From<NodeError> for ToolError {
+    fn from(e: NodeError) -> Self {
+        match e {
+            NodeError::Interrupted(interrupts) => ToolError {
+                code: "INTERRUPTED".into(),
+                message: "waiting for a human answer".into(),
+                interrupts,
+            },
+            NodeError::Failed { message, code, .. } => {
+                ToolError::new(code.unwrap_or_else(|| "FAILED".into()), message)
+            }
+            NodeError::Timeout(d) => ToolError::new("TIMEOUT", format!("timed out after {d:?}")),
+            NodeError::Cancelled => ToolError::new("CANCELLED", "the run was cancelled"),
+        }
+    }
 }
 
 impl ToolError {
@@ -47,6 +73,7 @@ impl ToolError {
         ToolError {
             code: code.into(),
             message: message.into(),
+            interrupts: Vec::new(),
         }
     }
 }

@@ -6,6 +6,11 @@
 //! "content", "tool_calls": [{"id", "name", "args"}], "tool_call_id"}`); providers translate them
 //! to and from their wire formats.
 
+pub mod anthropic;
+pub mod http;
+pub mod openai;
+pub mod scripted;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

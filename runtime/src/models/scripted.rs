@@ -1,0 +1,294 @@
+//! A scripted chat model: answers come from a JSON script instead of a provider. Tests use it,
+//! and so does the offline demo, whose output is labelled as scripted (the model's
+//! [`ChatModel::name`] is `scripted/<file stem>`).
+//!
+//! # Script format
+//!
+//! ```json
+//! {"responses": [
+//!   {"node": "agent", "text": "Let me look that up.",
+//!    "tool_calls": [{"name": "search", "args": {"query": "rust"}, "id": "call_1"}]},
+//!   {"node": "agent", "ns": "research", "text": "Found it.",
+//!    "usage": {"input_tokens": 120, "output_tokens": 8}}
+//! ]}
+//! ```
+//!
+//! Responses are consumed in order, one per call, whoever calls. Each names the `node` it is
+//! meant for; a call from another node fails with [`ModelError::Script`] naming both. `ns`
+//! (optional) must be a prefix of the caller's subgraph path joined with `/`. `text`,
+//! `tool_calls`, a call's `id` (default `call_<response>_<call>`) and `usage` (any of
+//! `input_tokens`, `output_tokens`, `cache_read_tokens`, `cache_creation_tokens`) are optional;
+//! `stop_reason` defaults to `tool_use` when there are tool calls, else `end_turn`. When every
+//! response has been used, the next call fails with [`ModelError::Script`] saying so.
+//!
+//! The text streams through [`CallContext::on_event`] word by word, and each tool call as one
+//! [`ModelEvent::ToolCallDelta`] with its id and name followed by one with its arguments.
+
+use super::{CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use super::{ToolCall, Usage};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// One scripted answer.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedResponse {
+    node: String,
+    #[serde(default)]
+    ns: Option<String>,
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    tool_calls: Vec<ScriptedCall>,
+    #[serde(default)]
+    usage: ScriptedUsage,
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ScriptedCall {
+    name: String,
+    #[serde(default)]
+    args: Value,
+    #[serde(default)]
+    id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct ScriptedUsage {
+    input_tokens: u64,
+    output_tokens: u64,
+    cache_read_tokens: u64,
+    cache_creation_tokens: u64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Script {
+    responses: Vec<ScriptedResponse>,
+}
+
+/// A [`ChatModel`] that plays back a script (see the module docs for the format).
+#[derive(Debug)]
+pub struct ScriptedModel {
+    label: String,
+    responses: Vec<ScriptedResponse>,
+    next: Mutex<usize>,
+}
+
+impl ScriptedModel {
+    /// Loads a script file; the model is named `scripted/<file stem>`.
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Self, ModelError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ModelError::Script(format!("cannot read script {}: {e}", path.display()))
+        })?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            ModelError::Script(format!("script {} is not JSON: {e}", path.display()))
+        })?;
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "script".into());
+        Self::build(stem, value)
+    }
+
+    /// Builds a model from a script value; the model is named `scripted/inline`.
+    pub fn from_json(value: Value) -> Result<Self, ModelError> {
+        Self::build("inline".into(), value)
+    }
+
+    fn build(label: String, value: Value) -> Result<Self, ModelError> {
+        let script: Script = serde_json::from_value(value).map_err(|e| {
+            ModelError::Script(format!(
+                "script `{label}` does not follow the format {{\"responses\": [{{\"node\", \
+                 \"ns\"?, \"text\"?, \"tool_calls\"?: [{{\"name\", \"args\", \"id\"?}}], \
+                 \"usage\"?}}]}}: {e}"
+            ))
+        })?;
+        Ok(ScriptedModel {
+            label,
+            responses: script.responses,
+            next: Mutex::new(0),
+        })
+    }
+
+    /// How many responses are left.
+    pub fn remaining(&self) -> usize {
+        self.responses.len().saturating_sub(*self.cursor())
+    }
+
+    fn cursor(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.next.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Takes the next response if it is meant for the caller.
+    fn take(&self, ctx: &CallContext) -> Result<(usize, ScriptedResponse), ModelError> {
+        let mut next = self.cursor();
+        let i = *next;
+        let Some(r) = self.responses.get(i) else {
+            return Err(ModelError::Script(format!(
+                "script `{}` ran out: all {} responses were used, and node `{}` asked for \
+                 another; add a response for it",
+                self.label,
+                self.responses.len(),
+                ctx.node
+            )));
+        };
+        let caller_ns = ctx.ns.join("/");
+        let ns_ok = r.ns.as_deref().is_none_or(|p| caller_ns.starts_with(p));
+        if r.node != ctx.node || !ns_ok {
+            return Err(ModelError::Script(format!(
+                "response #{} of script `{}` is for node `{}`{}, but node `{}`{} called",
+                i + 1,
+                self.label,
+                r.node,
+                r.ns.as_deref()
+                    .map(|p| format!(" in namespace `{p}`"))
+                    .unwrap_or_default(),
+                ctx.node,
+                if caller_ns.is_empty() {
+                    String::new()
+                } else {
+                    format!(" in namespace `{caller_ns}`")
+                }
+            )));
+        }
+        *next += 1;
+        Ok((i, r.clone()))
+    }
+}
+
+#[async_trait]
+impl ChatModel for ScriptedModel {
+    fn name(&self) -> String {
+        format!("scripted/{}", self.label)
+    }
+
+    async fn complete(
+        &self,
+        _req: &ModelRequest,
+        ctx: &CallContext,
+    ) -> Result<ModelResponse, ModelError> {
+        if ctx.cancel.is_cancelled() {
+            return Err(ModelError::Cancelled);
+        }
+        let (index, r) = self.take(ctx)?;
+        let tool_calls: Vec<ToolCall> = r
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(j, c)| ToolCall {
+                id: c
+                    .id
+                    .clone()
+                    .unwrap_or_else(|| format!("call_{}_{}", index + 1, j + 1)),
+                name: c.name.clone(),
+                args: if c.args.is_null() {
+                    Value::Object(Default::default())
+                } else {
+                    c.args.clone()
+                },
+            })
+            .collect();
+        if let Some(on_event) = &ctx.on_event {
+            for word in r.text.split_inclusive(' ') {
+                on_event(ModelEvent::TextDelta {
+                    text: word.to_string(),
+                });
+                tokio::task::yield_now().await;
+            }
+            for (index, c) in tool_calls.iter().enumerate() {
+                on_event(ModelEvent::ToolCallDelta {
+                    index,
+                    id: Some(c.id.clone()),
+                    name: Some(c.name.clone()),
+                    args_delta: String::new(),
+                });
+                on_event(ModelEvent::ToolCallDelta {
+                    index,
+                    id: None,
+                    name: None,
+                    args_delta: c.args.to_string(),
+                });
+            }
+        }
+        let u = r.usage;
+        Ok(ModelResponse {
+            text: r.text,
+            stop_reason: r.stop_reason.unwrap_or_else(|| {
+                if tool_calls.is_empty() {
+                    "end_turn".into()
+                } else {
+                    "tool_use".into()
+                }
+            }),
+            tool_calls,
+            usage: Usage {
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                cache_read_tokens: u.cache_read_tokens,
+                cache_creation_tokens: u.cache_creation_tokens,
+            },
+            model: self.name(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx(node: &str) -> CallContext {
+        CallContext {
+            node: node.into(),
+            ..CallContext::default()
+        }
+    }
+
+    #[tokio::test]
+    async fn plays_back_in_order_and_fails_loudly() {
+        let m = ScriptedModel::from_json(json!({"responses": [
+            {"node": "a", "text": "hi there", "tool_calls": [{"name": "t", "args": {"x": 1}}]},
+            {"node": "b", "ns": "sub", "text": "bye"}
+        ]}))
+        .unwrap();
+        assert_eq!(m.name(), "scripted/inline");
+        assert_eq!(m.remaining(), 2);
+        let r = m
+            .complete(&ModelRequest::default(), &ctx("a"))
+            .await
+            .unwrap();
+        assert_eq!(r.text, "hi there");
+        assert_eq!(r.tool_calls[0].id, "call_1_1");
+        assert_eq!(r.stop_reason, "tool_use");
+        let err = m.complete(&ModelRequest::default(), &ctx("a")).await;
+        let msg = err.unwrap_err().to_string();
+        assert!(msg.contains("is for node `b` in namespace `sub`, but node `a` called"));
+        let mut c = ctx("b");
+        c.ns = vec!["sub".into(), "x".into()];
+        m.complete(&ModelRequest::default(), &c).await.unwrap();
+        assert_eq!(m.remaining(), 0);
+        let msg = m
+            .complete(&ModelRequest::default(), &c)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("all 2 responses were used"), "{msg}");
+    }
+
+    #[test]
+    fn bad_scripts_are_rejected() {
+        let err = ScriptedModel::from_json(json!({"responses": [{"text": "x"}]})).unwrap_err();
+        assert!(err.to_string().contains("missing field `node`"), "{err}");
+        let err = ScriptedModel::from_file("/nonexistent/s.json").unwrap_err();
+        assert!(err.to_string().contains("cannot read script"), "{err}");
+    }
+}
