@@ -434,3 +434,32 @@ fn llm_node_runs_offline_on_the_scripted_model() {
     );
     assert_eq!(again.code, 0, "{}", again.stderr);
 }
+
+#[test]
+fn a_missing_provider_key_says_what_to_set_and_how_to_run_offline() {
+    let db = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("g.ag");
+    std::fs::write(
+        &f,
+        "graph g {\n  state { messages: messages }\n  model main = anthropic { model: \"claude-sonnet-4-20250514\" }\n  node agent: llm { model: main }\n  START -> agent -> END\n}\n",
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+        .args([
+            "--db",
+            db.path().to_str().unwrap(),
+            "run",
+            f.to_str().unwrap(),
+        ])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr).replace('\n', " ");
+    assert!(
+        err.contains("ANTHROPIC_API_KEY") && err.contains("scripted"),
+        "{err}"
+    );
+}

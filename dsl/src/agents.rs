@@ -118,9 +118,15 @@ pub fn build_model(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>,
         .and_then(|v| v.as_u64())
         .map(|n| n.min(u64::from(u32::MAX)) as u32);
     let temperature = opt("temperature")?.and_then(|v| v.as_f64());
+    let offline = |e: agentgraph_runtime::models::ModelError| {
+        format!(
+            "{e}; to run without a provider, declare `model {} = scripted {{ script: \"answers.json\" }}` (see graphs/examples/chat.ag and docs/scripted-model.md)",
+            m.name.name
+        )
+    };
     match m.provider.name.as_str() {
         "anthropic" => {
-            let mut model = AnthropicModel::from_env(model_name).map_err(|e| e.to_string())?;
+            let mut model = AnthropicModel::from_env(model_name).map_err(offline)?;
             if let Some(u) = text("base_url")? {
                 model = model.with_base_url(u);
             }
@@ -133,7 +139,7 @@ pub fn build_model(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>,
             Ok(Arc::new(model))
         }
         "openai" => {
-            let mut model = OpenAiModel::from_env(model_name).map_err(|e| e.to_string())?;
+            let mut model = OpenAiModel::from_env(model_name).map_err(offline)?;
             if let Some(u) = text("base_url")? {
                 model = model.with_base_url(u);
             }
