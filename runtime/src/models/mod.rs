@@ -7,6 +7,7 @@
 //! to and from their wire formats.
 
 pub mod anthropic;
+pub mod budget;
 pub mod http;
 pub mod openai;
 pub mod scripted;
