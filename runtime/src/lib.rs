@@ -35,6 +35,7 @@ mod engine;
 mod error;
 mod graph;
 mod ids;
+pub mod memory;
 pub mod messages;
 pub mod models;
 mod node;
