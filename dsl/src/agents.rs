@@ -124,33 +124,26 @@ pub fn build_model(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>,
             m.name.name
         )
     };
+    let base_url = text("base_url")?;
+    // Both HTTP providers take the same optional settings.
+    macro_rules! configured {
+        ($model:expr) => {{
+            let mut model = $model.map_err(offline)?;
+            if let Some(u) = base_url {
+                model = model.with_base_url(u);
+            }
+            if let Some(n) = max_tokens {
+                model = model.with_max_tokens(n);
+            }
+            if let Some(t) = temperature {
+                model = model.with_temperature(t);
+            }
+            Ok(Arc::new(model))
+        }};
+    }
     match m.provider.name.as_str() {
-        "anthropic" => {
-            let mut model = AnthropicModel::from_env(model_name).map_err(offline)?;
-            if let Some(u) = text("base_url")? {
-                model = model.with_base_url(u);
-            }
-            if let Some(n) = max_tokens {
-                model = model.with_max_tokens(n);
-            }
-            if let Some(t) = temperature {
-                model = model.with_temperature(t);
-            }
-            Ok(Arc::new(model))
-        }
-        "openai" => {
-            let mut model = OpenAiModel::from_env(model_name).map_err(offline)?;
-            if let Some(u) = text("base_url")? {
-                model = model.with_base_url(u);
-            }
-            if let Some(n) = max_tokens {
-                model = model.with_max_tokens(n);
-            }
-            if let Some(t) = temperature {
-                model = model.with_temperature(t);
-            }
-            Ok(Arc::new(model))
-        }
+        "anthropic" => configured!(AnthropicModel::from_env(model_name)),
+        "openai" => configured!(OpenAiModel::from_env(model_name)),
         "scripted" => {
             let script = text("script")?.ok_or("a scripted model needs `script: \"file.json\"`")?;
             let model =
