@@ -187,6 +187,16 @@ impl TaskContext {
         &self.ns
     }
 
+    /// The run's settings ([`crate::RunConfig::configurable`]); empty outside a run.
+    pub fn configurable(&self) -> &serde_json::Map<String, Value> {
+        static EMPTY: std::sync::OnceLock<serde_json::Map<String, Value>> =
+            std::sync::OnceLock::new();
+        match &self.run {
+            Some(run) => &run.configurable,
+            None => EMPTY.get_or_init(serde_json::Map::new),
+        }
+    }
+
     /// The run's cancellation token: long work should stop when it fires.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel

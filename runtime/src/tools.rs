@@ -1,9 +1,11 @@
 //! Tools that models call: the [`Tool`] trait and what a call returns.
 
-use crate::models::ToolSpec;
+use crate::models::{ChatModel, ToolSpec};
 use crate::node::{Interrupt, NodeError, TaskContext};
+use crate::state::StateView;
 use async_trait::async_trait;
 use serde_json::Value;
+use std::sync::Arc;
 
 mod schema;
 pub use schema::validate_args;
@@ -78,6 +80,72 @@ impl ToolError {
     }
 }
 
+/// What a tool sees: the calling task (state snapshot as of the step's start, run settings,
+/// event emitter, interrupts, cancellation — through `Deref`), a model handle for tools that
+/// make nested LLM calls, and the tool's own settings.
+#[derive(Clone)]
+pub struct ToolContext {
+    task: TaskContext,
+    model: Option<Arc<dyn ChatModel>>,
+    settings: Arc<Value>,
+}
+
+impl std::ops::Deref for ToolContext {
+    type Target = TaskContext;
+    fn deref(&self) -> &TaskContext {
+        &self.task
+    }
+}
+
+impl ToolContext {
+    /// A context for a call made by `task`, with no model and no settings.
+    pub fn new(task: TaskContext) -> Self {
+        ToolContext {
+            task,
+            model: None,
+            settings: Arc::new(Value::Null),
+        }
+    }
+
+    /// A context outside any run, over `state` (tests, direct calls).
+    pub fn detached(state: StateView) -> Self {
+        Self::new(TaskContext::detached(state, None))
+    }
+
+    /// Gives the tool a model for nested calls.
+    pub fn with_model(mut self, model: Option<Arc<dyn ChatModel>>) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// Gives the tool its settings (from the graph's tool block or the embedding app).
+    pub fn with_settings(mut self, settings: Arc<Value>) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The calling task.
+    pub fn task(&self) -> &TaskContext {
+        &self.task
+    }
+
+    /// The model for nested calls; `NO_MODEL` when the executor was given none.
+    pub fn model(&self) -> Result<&Arc<dyn ChatModel>, ToolError> {
+        self.model.as_ref().ok_or_else(|| {
+            ToolError::new(
+                "NO_MODEL",
+                "this tool needs a model but its tool executor has none; give the \
+                 tool_executor node a `model`",
+            )
+        })
+    }
+
+    /// The tool's settings (`null` when none were given).
+    pub fn settings(&self) -> &Value {
+        &self.settings
+    }
+}
+
 /// A tool.
 #[async_trait]
 pub trait Tool: Send + Sync + 'static {
@@ -87,9 +155,10 @@ pub trait Tool: Send + Sync + 'static {
     fn description(&self) -> &str;
     /// JSON schema of its arguments (checked before `call`).
     fn input_schema(&self) -> Value;
-    /// Runs the tool. `ctx` gives the state as of the step's start, custom events (progress),
-    /// interrupts and cancellation.
-    async fn call(&self, args: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError>;
+    /// Runs the tool with arguments already checked against [`Tool::input_schema`]. `ctx`
+    /// gives the state as of the step's start, run settings, custom events (progress),
+    /// interrupts, cancellation and a model handle.
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
 
     /// The spec sent to models.
     fn spec(&self) -> ToolSpec {

@@ -5,7 +5,7 @@ mod common;
 use agentgraph_runtime::models::scripted::ScriptedModel;
 use agentgraph_runtime::models::ChatModel;
 use agentgraph_runtime::nodes::{has_tool_calls, LlmNode, ToolExecutorNode, UsageSum};
-use agentgraph_runtime::tools::{Tool, ToolError, ToolOutput};
+use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_runtime::*;
 use async_trait::async_trait;
 use common::*;
@@ -26,7 +26,7 @@ impl Tool for Search {
         json!({"type": "object", "required": ["query"], "additionalProperties": false,
                "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}}})
     }
-    async fn call(&self, args: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let q = args["query"].as_str().unwrap_or_default().to_string();
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         Ok(ToolOutput::text(format!("results for {q}"))
@@ -47,7 +47,7 @@ impl Tool for Flaky {
     fn input_schema(&self) -> Value {
         json!({"type": "object"})
     }
-    async fn call(&self, _args: Value, _ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Err(ToolError::new(
             "UPSTREAM_DOWN",
             "the service is down; use `search` instead",
@@ -68,7 +68,7 @@ impl Tool for Approve {
     fn input_schema(&self) -> Value {
         json!({"type": "object", "required": ["action"], "properties": {"action": {"type": "string"}}})
     }
-    async fn call(&self, args: Value, ctx: &TaskContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let answer = ctx.interrupt(json!({"approve": args["action"]}))?;
         Ok(ToolOutput::text(format!("answer: {answer}")))
     }

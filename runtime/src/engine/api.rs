@@ -100,6 +100,10 @@ pub struct RunConfig {
     pub interrupt_after: Option<Vec<String>>,
     /// Cancels the run (checked between steps and passed to every task).
     pub cancel: CancellationToken,
+    /// Run-scoped settings that nodes and tools read with [`crate::TaskContext::configurable`]
+    /// (LangGraph's `configurable`: user id, feature flags, a model override…). Not
+    /// checkpointed: a resumed run sees the values of the resuming call.
+    pub configurable: Map<String, Value>,
 }
 
 impl Default for RunConfig {
@@ -114,11 +118,18 @@ impl Default for RunConfig {
             interrupt_before: None,
             interrupt_after: None,
             cancel: CancellationToken::new(),
+            configurable: Map::new(),
         }
     }
 }
 
 impl RunConfig {
+    /// Sets one run-scoped setting (see [`RunConfig::configurable`]).
+    pub fn configure(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.configurable.insert(key.into(), value);
+        self
+    }
+
     /// A config for `thread`.
     pub fn thread(thread: impl Into<String>) -> Self {
         RunConfig {
@@ -302,6 +313,7 @@ impl CompiledGraph {
             resume: Arc::new(BTreeMap::new()),
             recursion_limit: config.recursion_limit,
             run_id: Arc::from(uuid::Uuid::new_v4().to_string().as_str()),
+            configurable: Arc::new(config.configurable.clone()),
         })
     }
 

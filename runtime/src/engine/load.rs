@@ -371,6 +371,7 @@ pub(crate) async fn run_subgraph(sub: &Subgraph, ctx: TaskContext) -> Result<Upd
             resume: ctx.resume.clone(),
             recursion_limit: s.recursion_limit,
             run_id: s.run_id.clone(),
+            configurable: s.configurable.clone(),
         },
         None => RunShared {
             checkpointer: None,
@@ -380,6 +381,7 @@ pub(crate) async fn run_subgraph(sub: &Subgraph, ctx: TaskContext) -> Result<Upd
             resume: ctx.resume.clone(),
             recursion_limit: None,
             run_id: Arc::from(""),
+            configurable: Arc::default(),
         },
     });
     let segment = format!("{}:{}", ctx.node, ctx.task_id);

@@ -43,6 +43,7 @@ pub(crate) struct RunShared {
     pub resume: Arc<BTreeMap<String, Value>>,
     pub recursion_limit: Option<usize>,
     pub run_id: Arc<str>,
+    pub configurable: Arc<serde_json::Map<String, Value>>,
 }
 
 /// A planned task of the current step.

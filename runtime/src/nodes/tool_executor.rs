@@ -1,8 +1,9 @@
 //! The `tool_executor` node: runs every tool call of the last AI message concurrently.
 
 use crate::ids::stable_id;
+use crate::models::ChatModel;
 use crate::node::{Interrupt, Node, NodeError, TaskContext};
-use crate::tools::{validate_args, Tool, ToolError, ToolOutput};
+use crate::tools::{validate_args, Tool, ToolContext, ToolError, ToolOutput};
 use crate::update::Update;
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -32,6 +33,10 @@ pub struct ToolExecutorNode {
     pub tools: BTreeMap<String, Arc<dyn Tool>>,
     /// The message-list channel holding the AI message and receiving the tool messages.
     pub messages_channel: String,
+    /// The model handed to tools for nested calls.
+    pub model: Option<Arc<dyn ChatModel>>,
+    /// Settings per tool name, handed to that tool.
+    pub settings: BTreeMap<String, Arc<Value>>,
 }
 
 /// What one call came to.
@@ -49,7 +54,21 @@ impl ToolExecutorNode {
                 .map(|t| (t.name().to_string(), t))
                 .collect(),
             messages_channel: "messages".into(),
+            model: None,
+            settings: BTreeMap::new(),
         }
+    }
+
+    /// Gives tools a model for nested calls (e.g. `update_node_parameters`).
+    pub fn model(mut self, model: Arc<dyn ChatModel>) -> Self {
+        self.model = Some(model);
+        self
+    }
+
+    /// Gives the tool `name` its settings.
+    pub fn settings(mut self, name: impl Into<String>, settings: Value) -> Self {
+        self.settings.insert(name.into(), Arc::new(settings));
+        self
     }
 
     /// Reads and writes the conversation in `channel` instead of `messages`.
@@ -100,7 +119,10 @@ impl ToolExecutorNode {
         let mut call_ctx = ctx.clone();
         call_ctx.task_id = Arc::from(stable_id(&[ctx.task_id(), &call_id]));
         call_ctx.interrupt_calls = Arc::new(AtomicUsize::new(0));
-        let outcome = match tool.call(args, &call_ctx).await {
+        let tool_ctx = ToolContext::new(call_ctx)
+            .with_model(self.model.clone())
+            .with_settings(self.settings.get(name).cloned().unwrap_or_default());
+        let outcome = match tool.call(args, &tool_ctx).await {
             Ok(out) => {
                 ctx.emit_custom(progress("completed", format!("{name} completed")))
                     .await;
