@@ -187,6 +187,11 @@ impl TaskContext {
         &self.ns
     }
 
+    /// The id of the current run (a fresh uuid per invoke/stream call; empty outside a run).
+    pub fn run_id(&self) -> &str {
+        self.run.as_ref().map(|r| &*r.run_id).unwrap_or("")
+    }
+
     /// The run's settings ([`crate::RunConfig::configurable`]); empty outside a run.
     pub fn configurable(&self) -> &serde_json::Map<String, Value> {
         static EMPTY: std::sync::OnceLock<serde_json::Map<String, Value>> =

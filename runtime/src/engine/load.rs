@@ -104,15 +104,14 @@ impl Run {
         loaded: Option<&Checkpoint>,
         strict: bool,
     ) -> Result<(), RunError> {
-        let forked = match (loaded, &input) {
-            (Some(c), Input::Continue | Input::Resume(_)) if self.fork_requested => {
+        // A fork continuing from an input checkpoint re-applies that input (below).
+        if let (Some(c), Input::Continue | Input::Resume(_)) = (loaded, &input) {
+            if self.fork_requested {
                 self.step = c.step + 1;
                 self.pending.clear();
                 self.save(Source::Fork, None, Map::new()).await?;
-                true
             }
-            _ => false,
-        };
+        }
         match input {
             Input::Values(v) => {
                 self.check_input(&v)?;
@@ -132,7 +131,7 @@ impl Run {
                         None => RunError::NoCheckpointer("resuming"),
                     });
                 };
-                if !forked && c.source == Source::Input {
+                if c.source == Source::Input {
                     if let Some(v) = c.input.clone() {
                         return self.apply_input(v).await;
                     }

@@ -10,7 +10,10 @@ pub mod anthropic;
 pub mod budget;
 pub mod http;
 pub mod openai;
+mod pricing;
+pub use pricing::Pricing;
 pub mod scripted;
+pub mod structured;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

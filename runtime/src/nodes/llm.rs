@@ -1,8 +1,11 @@
 //! The `llm` node: one chat-model call per task, streamed into the `messages` stream mode.
 
 use crate::ids::stable_id;
+use crate::memory::ChatMemory;
+use crate::models::structured::{complete_structured, StructuredError};
 use crate::models::{
-    CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, SystemPart, ToolChoice, ToolSpec,
+    CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, Pricing, SystemPart, ToolChoice,
+    ToolSpec, Usage,
 };
 use crate::node::{Node, NodeError, TaskContext};
 use crate::reducer::{Reducer, ReducerError, Storage};
@@ -27,9 +30,19 @@ pub type ContextFn = Arc<dyn Fn(&StateView) -> Result<String, NodeError> + Send 
 ///   the node then writes.
 /// * Model errors fail the node; rate limits, server and network errors are marked retryable
 ///   (give the node a retry policy), and the error code is `MODEL_<KIND>`.
-/// * With `usage_channel` set, the node writes `{"total": usage, "nodes": {<node>: usage}}` to
-///   it; declare that channel with the [`UsageSum`] reducer so calls add up, per node and in
-///   total over the thread.
+/// * With `usage_channel` set, the node writes `{"total": u, "nodes": {<node>: u}, "runs":
+///   {<run id>: u}}` to it, where `u` is the call's usage plus `calls: 1` and, with
+///   [`LlmNode::pricing`], `cost_usd`; declare that channel with the [`UsageSum`] reducer so
+///   calls add up per node, per run and in total over the thread.
+/// * With [`LlmNode::structured`], the model must answer with JSON following a schema (see
+///   [`crate::models::structured`], one repair attempt); the value goes to the output channel
+///   and nothing is added to the conversation.
+/// * With [`LlmNode::memory`], the session's remembered messages (session id: the run setting
+///   `session_id`, else the thread id) are sent before the conversation, and a final answer (no
+///   tool calls) is remembered with the human message it answers. Messages already remembered
+///   (same id) are not added twice, so a re-run after a crash does not duplicate them.
+/// * With [`LlmNode::max_iterations`], the node fails with `MAX_ITERATIONS` instead of calling
+///   the model once the conversation holds that many AI messages after the last human one.
 #[derive(Clone)]
 pub struct LlmNode {
     /// The model.
@@ -50,6 +63,14 @@ pub struct LlmNode {
     pub temperature: Option<f64>,
     /// Where usage is recorded (a channel with the [`UsageSum`] reducer), if anywhere.
     pub usage_channel: Option<String>,
+    /// Prices for the cost in the usage record.
+    pub pricing: Option<Pricing>,
+    /// Structured output: the schema and the channel receiving the value.
+    pub structured: Option<(Value, String)>,
+    /// Conversation memory across threads and runs.
+    pub memory: Option<Arc<dyn ChatMemory>>,
+    /// The most AI answers after the last human message.
+    pub max_iterations: Option<usize>,
 }
 
 impl LlmNode {
@@ -65,7 +86,35 @@ impl LlmNode {
             max_tokens: None,
             temperature: None,
             usage_channel: None,
+            pricing: None,
+            structured: None,
+            memory: None,
+            max_iterations: None,
         }
+    }
+
+    /// Adds the cost of each call (at these prices) to the usage record.
+    pub fn pricing(mut self, pricing: Pricing) -> Self {
+        self.pricing = Some(pricing);
+        self
+    }
+
+    /// Asks for a JSON answer following `schema`, written to `channel`.
+    pub fn structured(mut self, schema: Value, channel: impl Into<String>) -> Self {
+        self.structured = Some((schema, channel.into()));
+        self
+    }
+
+    /// Loads and saves the conversation in `memory` (see the type docs).
+    pub fn memory(mut self, memory: Arc<dyn ChatMemory>) -> Self {
+        self.memory = Some(memory);
+        self
+    }
+
+    /// Fails with `MAX_ITERATIONS` after `n` answers to one human message.
+    pub fn max_iterations(mut self, n: usize) -> Self {
+        self.max_iterations = Some(n);
+        self
     }
 
     /// Adds a static, cacheable system prompt part.
@@ -180,14 +229,40 @@ fn chunk(id: &str, ev: ModelEvent) -> Value {
     }
 }
 
-#[async_trait]
-impl Node for LlmNode {
-    async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
-        let req = self.request(ctx.state())?;
-        let msg_id = format!(
-            "ai-{}",
-            stable_id(&[&ctx.ns().join("|"), ctx.task_id(), "llm"])
-        );
+fn kind(m: &Value) -> &str {
+    m.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+/// AI messages after the last human message.
+fn iterations(messages: &[Value]) -> usize {
+    messages
+        .iter()
+        .rev()
+        .take_while(|m| kind(m) != "human")
+        .filter(|m| kind(m) == "ai")
+        .count()
+}
+
+fn memory_error(e: crate::memory::MemoryError) -> NodeError {
+    NodeError::transient(format!("conversation memory: {e}")).with_code("MEMORY")
+}
+
+impl LlmNode {
+    fn session(ctx: &TaskContext) -> String {
+        ctx.configurable()
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+            .unwrap_or_else(|| ctx.thread_id().to_string())
+    }
+
+    /// Streams one model call, forwarding chunks to the `messages` stream mode.
+    async fn call_streaming(
+        &self,
+        ctx: &TaskContext,
+        req: ModelRequest,
+        msg_id: &str,
+    ) -> Result<crate::models::ModelResponse, NodeError> {
         let model_name = self.model.name();
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ModelEvent>();
         let on_event: Option<Arc<dyn Fn(ModelEvent) + Send + Sync>> =
@@ -214,20 +289,105 @@ impl Node for LlmNode {
         };
         let forward = async {
             while let Some(ev) = rx.recv().await {
-                ctx.emit_message(chunk(&msg_id, ev)).await;
+                ctx.emit_message(chunk(msg_id, ev)).await;
             }
         };
         let (result, ()) = tokio::join!(call, forward);
-        let response = result.map_err(|e| node_error(&model_name, e))?;
-        let mut update = Update::new().set(
-            self.messages_channel.clone(),
-            response.to_message(msg_id.clone()),
+        result.map_err(|e| node_error(&model_name, e))
+    }
+
+    fn usage_write(&self, ctx: &TaskContext, usage: &Usage) -> Value {
+        let mut u = serde_json::to_value(usage).unwrap_or_else(|_| json!({}));
+        u["calls"] = json!(1);
+        if let Some(p) = &self.pricing {
+            u["cost_usd"] = json!(p.cost(usage));
+        }
+        let mut nodes = Map::new();
+        nodes.insert(ctx.node().to_string(), u.clone());
+        let mut runs = Map::new();
+        if !ctx.run_id().is_empty() {
+            runs.insert(ctx.run_id().to_string(), u.clone());
+        }
+        json!({"total": u, "nodes": nodes, "runs": runs})
+    }
+}
+
+#[async_trait]
+impl Node for LlmNode {
+    async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
+        let mut req = self.request(ctx.state())?;
+        if let Some(max) = self.max_iterations {
+            if iterations(&req.messages) >= max {
+                return Err(NodeError::fatal(format!(
+                    "max iterations ({max}) reached: node `{}` answered {max} times without a \
+                     final answer; raise `max_iterations` or check the tools' results",
+                    ctx.node()
+                ))
+                .with_code("MAX_ITERATIONS"));
+            }
+        }
+        let session = Self::session(&ctx);
+        let mut remembered = Vec::new();
+        if let Some(memory) = &self.memory {
+            remembered = memory.load(&session).await.map_err(memory_error)?;
+            let mut messages = remembered.clone();
+            messages.append(&mut req.messages);
+            req.messages = messages;
+        }
+        let msg_id = format!(
+            "ai-{}",
+            stable_id(&[&ctx.ns().join("|"), ctx.task_id(), "llm"])
         );
+        let mut update = Update::new();
+        let usage = if let Some((schema, channel)) = &self.structured {
+            let call_ctx = CallContext {
+                node: ctx.node().to_string(),
+                ns: ctx.ns().to_vec(),
+                on_event: None,
+                cancel: ctx.cancellation().child_token(),
+            };
+            let out = complete_structured(self.model.as_ref(), &req, schema, &call_ctx)
+                .await
+                .map_err(|e| match e {
+                    StructuredError::Model(e) => node_error(&self.model.name(), e),
+                    e @ StructuredError::Invalid { .. } => {
+                        NodeError::fatal(format!("model {}: {e}", self.model.name()))
+                            .with_code("STRUCTURED_OUTPUT_INVALID")
+                    }
+                })?;
+            update = update.set(channel.clone(), out.value);
+            out.usage
+        } else {
+            let response = self.call_streaming(&ctx, req, &msg_id).await?;
+            let answer = response.to_message(msg_id.clone());
+            if let (Some(memory), true) = (&self.memory, response.tool_calls.is_empty()) {
+                let known: std::collections::HashSet<&str> = remembered
+                    .iter()
+                    .filter_map(|m| m.get("id").and_then(Value::as_str))
+                    .collect();
+                let question = ctx
+                    .state()
+                    .list(&self.messages_channel)
+                    .iter()
+                    .rev()
+                    .find(|m| kind(m) == "human")
+                    .cloned();
+                let new: Vec<Value> = question
+                    .into_iter()
+                    .chain(std::iter::once(answer.clone()))
+                    .filter(|m| {
+                        m.get("id")
+                            .and_then(Value::as_str)
+                            .is_none_or(|id| !known.contains(id))
+                    })
+                    .collect();
+                memory.append(&session, &new).await.map_err(memory_error)?;
+            }
+            update = update.set(self.messages_channel.clone(), answer);
+            response.usage
+        };
         if let Some(channel) = &self.usage_channel {
-            let usage = serde_json::to_value(response.usage).unwrap_or(Value::Null);
-            let mut nodes = Map::new();
-            nodes.insert(ctx.node().to_string(), usage.clone());
-            update = update.set(channel.clone(), json!({"total": usage, "nodes": nodes}));
+            update = update.set(channel.clone(), self.usage_write(&ctx, &usage));
         }
         Ok(update)
     }

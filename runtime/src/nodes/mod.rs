@@ -1,5 +1,6 @@
 //! Ready-made nodes for agent graphs: [`LlmNode`] calls a chat model, [`ToolExecutorNode`]
-//! runs the tool calls of the last AI message. Wire them as a loop with
+//! runs the tool calls of the last AI message, [`CompactNode`] summarizes a long history and
+//! [`AgentOutputNode`] writes the final answer in a format. Wire them as a loop with
 //! [`has_tool_calls`] as the route out of the model node:
 //!
 //! ```text
@@ -7,9 +8,13 @@
 //!               └─(otherwise)────→ END
 //! ```
 
+mod agent_output;
+mod compact;
 mod llm;
 mod tool_executor;
 
+pub use agent_output::{parse_json_answer, AgentOutputNode, OutputFormat};
+pub use compact::CompactNode;
 pub use llm::{ContextFn, LlmNode, UsageSum};
 pub use tool_executor::ToolExecutorNode;
 

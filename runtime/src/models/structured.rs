@@ -1,0 +1,146 @@
+//! Structured output: a model answer that must follow a JSON schema (routing decisions,
+//! extracted records), validated, with one repair attempt.
+//!
+//! The answer is requested as a forced call of a tool named [`RESPOND_TOOL`] whose input
+//! schema is the wanted schema. Both providers support forced tool calls, so this works the
+//! same on Anthropic, OpenAI-compatible servers and the scripted model. A model that answers
+//! with text instead is accepted when the text is the JSON object (code fences allowed).
+//!
+//! When the answer does not follow the schema, the model is told what is wrong (each problem
+//! with its path) and asked once more; a second invalid answer is an error that carries both
+//! answers' problems.
+
+use super::{CallContext, ChatModel, ModelError, ModelRequest, ModelResponse, ToolChoice};
+use super::{ToolSpec, Usage};
+use crate::tools::validate_args;
+use serde_json::{json, Value};
+
+/// The name of the tool the model calls to give its structured answer.
+pub const RESPOND_TOOL: &str = "respond";
+
+/// A valid structured answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Structured {
+    /// The answer, valid against the schema.
+    pub value: Value,
+    /// Usage of every call made (two when a repair was needed).
+    pub usage: Usage,
+    /// Whether the first answer was invalid and the repair succeeded.
+    pub repaired: bool,
+}
+
+/// Why no valid structured answer came back.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StructuredError {
+    /// The model call failed.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// Both answers broke the schema.
+    #[error(
+        "the model's structured answer is invalid after one repair attempt: {}",
+        .problems.join("; ")
+    )]
+    Invalid {
+        /// What was wrong with the last answer.
+        problems: Vec<String>,
+        /// The last answer as received.
+        answer: Value,
+    },
+}
+
+/// The answer carried by a response: the arguments of the `respond` call, else the text
+/// parsed as JSON.
+fn extract(resp: &ModelResponse) -> Result<Value, Vec<String>> {
+    if let Some(call) = resp.tool_calls.iter().find(|c| c.name == RESPOND_TOOL) {
+        return Ok(call.args.clone());
+    }
+    if let Some(call) = resp.tool_calls.first() {
+        return Err(vec![format!(
+            "called tool `{}` instead of `{RESPOND_TOOL}`",
+            call.name
+        )]);
+    }
+    crate::nodes::parse_json_answer(&resp.text).map_err(|e| {
+        vec![format!(
+            "the answer is not JSON ({e}); call `{RESPOND_TOOL}` with the answer as its arguments"
+        )]
+    })
+}
+
+fn check(resp: &ModelResponse, schema: &Value) -> Result<Value, (Vec<String>, Value)> {
+    match extract(resp) {
+        Ok(v) => match validate_args(schema, &v) {
+            Ok(()) => Ok(v),
+            Err(problems) => Err((problems, v)),
+        },
+        Err(problems) => Err((problems, Value::String(resp.text.clone()))),
+    }
+}
+
+/// Asks `model` for an answer following `schema` (see the module docs). `req` carries the
+/// system prompt and conversation; its tools and tool choice are replaced.
+pub async fn complete_structured(
+    model: &dyn ChatModel,
+    req: &ModelRequest,
+    schema: &Value,
+    ctx: &CallContext,
+) -> Result<Structured, StructuredError> {
+    let mut req = req.clone();
+    req.tools = vec![ToolSpec {
+        name: RESPOND_TOOL.into(),
+        description: "Give your answer. Call this exactly once with the answer as arguments."
+            .into(),
+        input_schema: schema.clone(),
+    }];
+    req.tool_choice = ToolChoice::Tool(RESPOND_TOOL.into());
+    let first = model.complete(&req, ctx).await?;
+    let mut usage = first.usage;
+    let problems = match check(&first, schema) {
+        Ok(value) => {
+            return Ok(Structured {
+                value,
+                usage,
+                repaired: false,
+            })
+        }
+        Err((problems, _)) => problems,
+    };
+    // One repair: show the model its answer and what is wrong with it.
+    let call_id = first
+        .tool_calls
+        .first()
+        .map(|c| c.id.clone())
+        .unwrap_or_else(|| "structured-1".into());
+    let feedback = format!(
+        "Your answer does not follow the required schema: {}. Call `{RESPOND_TOOL}` again \
+         with a corrected answer.",
+        problems.join("; ")
+    );
+    req.messages.push(first.to_message("structured-answer-1"));
+    if first.tool_calls.is_empty() {
+        req.messages
+            .push(json!({"type": "human", "id": "structured-repair", "content": feedback}));
+    } else {
+        for c in &first.tool_calls {
+            let content = if c.id == call_id {
+                feedback.clone()
+            } else {
+                format!("not run: only `{RESPOND_TOOL}` may be called")
+            };
+            req.messages.push(
+                json!({"type": "tool", "id": format!("structured-repair-{}", c.id),
+                "tool_call_id": c.id, "name": c.name, "content": content, "status": "error"}),
+            );
+        }
+    }
+    let second = model.complete(&req, ctx).await?;
+    usage.add(&second.usage);
+    match check(&second, schema) {
+        Ok(value) => Ok(Structured {
+            value,
+            usage,
+            repaired: true,
+        }),
+        Err((problems, answer)) => Err(StructuredError::Invalid { problems, answer }),
+    }
+}
