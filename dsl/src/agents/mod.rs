@@ -1,35 +1,40 @@
-//! The `llm` and `tool_executor` node kinds: factories that build the runtime's
-//! [`LlmNode`] and [`ToolExecutorNode`] from a node's entries and the graph's `model`, `prompt`
-//! and `tools` declarations.
+//! The agent node kinds (`llm`, `tool_executor`, `compact`, `agent_output`): factories that
+//! build the runtime's nodes from a node's entries and the graph's `model`, `prompt` and
+//! `tools` declarations.
 //!
 //! ```text
-//! model main = anthropic { model: "claude-sonnet-4-20250514", max_tokens: 4096 }
-//! model demo = scripted { script: "scripts/demo.json" }      # offline, clearly labelled
+//! model main = auto { anthropic: "claude-sonnet-4-5", openai: "gpt-4o-mini", script: "s.json" }
 //! prompt system = file("prompts/system.md")
 //! prompt context = "The workflow: {{ workflow | json }}"      # templated: rendered per call
 //! tools builder = [search_nodes, add_nodes]
-//! node agent: llm { model: main, system: [system, context], messages: messages, tools: builder }
-//! node tools: tool_executor { tools: builder }
+//! node agent: llm { model: main, system: [system, context], messages: messages, tools: builder,
+//!                   tool_choice: "auto", max_iterations: 10, usage: usage,
+//!                   memory: { store: "sled", window: 20 } }
+//! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
+//! node tools: tool_executor { tools: builder, model: main, settings: { http_request: {} } }
+//! node shrink: compact { model: main, summary: summary, threshold: 20000, keep_last: 4 }
+//! node out: agent_output { format: "full", output: output, usage: usage }
 //! ```
 //!
-//! Providers read keys and endpoints from the environment as the official SDKs do
-//! (`ANTHROPIC_API_KEY`/`ANTHROPIC_BASE_URL`, `OPENAI_API_KEY`/`OPENAI_BASE_URL`); a model block
-//! may set `base_url`, `max_tokens` and `temperature` (with `env(…)` for values that vary).
+//! Models: see [`model`] (providers, `auto`, pricing); memories: see [`memory`].
 
 use crate::ast::{Entry, Expr, ExprKind, GraphDecl, GraphItem, ModelDecl, NodeDecl};
 use crate::eval::{eval, Scope};
 use crate::registry::{EntrySpec, NodeBuild, NodeFactory, Registry};
-use agentgraph_runtime::models::anthropic::AnthropicModel;
-use agentgraph_runtime::models::openai::OpenAiModel;
-use agentgraph_runtime::models::scripted::ScriptedModel;
-use agentgraph_runtime::models::{ChatModel, ToolChoice};
-use agentgraph_runtime::nodes::{LlmNode, ToolExecutorNode};
+use agentgraph_runtime::models::ToolChoice;
+use agentgraph_runtime::nodes::{AgentOutputNode, CompactNode, LlmNode, OutputFormat};
+use agentgraph_runtime::nodes::ToolExecutorNode;
 use agentgraph_runtime::tools::Tool;
 use agentgraph_runtime::{Node, NodeError};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
+
+pub mod memory;
+pub mod model;
+
+pub use memory::build_memory;
+pub use model::{auto_provider, build_model, pricing, PROVIDER_VAR};
 
 /// Tools by name, as the embedding application (or std-tools) provides them.
 pub type ToolMap = BTreeMap<String, Arc<dyn Tool>>;
@@ -51,6 +56,10 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::value("max_tokens"),
             EntrySpec::value("temperature"),
             EntrySpec::value("usage"),
+            EntrySpec::value("output_schema"),
+            EntrySpec::value("output"),
+            EntrySpec::value("memory"),
+            EntrySpec::value("max_iterations"),
         ],
         "calls a chat model with the conversation and bound tools; writes its answer",
         Arc::new(LlmFactory {
@@ -63,11 +72,36 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::required("tools"),
             EntrySpec::value("messages"),
             EntrySpec::value("parallel"),
+            EntrySpec::value("model"),
+            EntrySpec::value("settings"),
         ],
         "runs every tool call of the last AI message, concurrently",
         Arc::new(ToolExecutorFactory { tools }),
     );
-    for p in ["anthropic", "openai", "scripted"] {
+    reg.register_kind(
+        "compact",
+        vec![
+            EntrySpec::required("model"),
+            EntrySpec::value("messages"),
+            EntrySpec::value("summary"),
+            EntrySpec::value("threshold"),
+            EntrySpec::value("keep_last"),
+        ],
+        "summarizes a long conversation (always, or over a token threshold)",
+        Arc::new(CompactFactory),
+    );
+    reg.register_kind(
+        "agent_output",
+        vec![
+            EntrySpec::value("messages"),
+            EntrySpec::value("output"),
+            EntrySpec::value("format"),
+            EntrySpec::value("usage"),
+        ],
+        "writes the agent's final answer as text, JSON or full (with iterations, tools, usage)",
+        Arc::new(AgentOutputFactory),
+    );
+    for p in ["anthropic", "openai", "scripted", "auto"] {
         reg.providers.insert(p.to_string());
     }
     reg.reducers
@@ -90,7 +124,7 @@ fn name_of(e: &Expr) -> Option<&str> {
     }
 }
 
-fn const_value(e: &Expr) -> Result<Value, String> {
+pub(crate) fn const_value(e: &Expr) -> Result<Value, String> {
     eval(e, &Scope::empty()).map_err(|er| er.0)
 }
 
@@ -101,59 +135,6 @@ fn model_decl<'a>(g: &'a GraphDecl, name: &str) -> Option<&'a ModelDecl> {
     })
 }
 
-/// Builds the model a `model` declaration describes.
-pub fn build_model(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>, String> {
-    let opt = |key: &str| -> Result<Option<Value>, String> {
-        m.options
-            .get(key)
-            .map(const_value)
-            .transpose()
-            .map(|v| v.filter(|v| !v.is_null()))
-    };
-    let text = |key: &str| -> Result<Option<String>, String> {
-        Ok(opt(key)?.and_then(|v| v.as_str().map(str::to_owned)))
-    };
-    let model_name = text("model")?.unwrap_or_default();
-    let max_tokens = opt("max_tokens")?
-        .and_then(|v| v.as_u64())
-        .map(|n| n.min(u64::from(u32::MAX)) as u32);
-    let temperature = opt("temperature")?.and_then(|v| v.as_f64());
-    let offline = |e: agentgraph_runtime::models::ModelError| {
-        format!(
-            "{e}; to run without a provider, declare `model {} = scripted {{ script: \"answers.json\" }}` (see graphs/examples/chat.ag and docs/scripted-model.md)",
-            m.name.name
-        )
-    };
-    let base_url = text("base_url")?;
-    // Both HTTP providers take the same optional settings.
-    macro_rules! configured {
-        ($model:expr) => {{
-            let mut model = $model.map_err(offline)?;
-            if let Some(u) = base_url {
-                model = model.with_base_url(u);
-            }
-            if let Some(n) = max_tokens {
-                model = model.with_max_tokens(n);
-            }
-            if let Some(t) = temperature {
-                model = model.with_temperature(t);
-            }
-            Ok(Arc::new(model))
-        }};
-    }
-    match m.provider.name.as_str() {
-        "anthropic" => configured!(AnthropicModel::from_env(model_name)),
-        "openai" => configured!(OpenAiModel::from_env(model_name)),
-        "scripted" => {
-            let script = text("script")?.ok_or("a scripted model needs `script: \"file.json\"`")?;
-            let model =
-                ScriptedModel::from_file(base_dir.join(script)).map_err(|e| e.to_string())?;
-            Ok(Arc::new(model))
-        }
-        other => Err(format!("no model provider `{other}` in this build")),
-    }
-}
-
 struct LlmFactory {
     tools: Arc<ToolMap>,
 }
@@ -161,12 +142,11 @@ struct LlmFactory {
 impl NodeFactory for LlmFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
         let n = b.node;
-        let model_name = entry(n, "model")
-            .and_then(name_of)
-            .ok_or("`model` names a model block")?;
-        let decl = model_decl(b.graph, model_name)
-            .ok_or_else(|| format!("model `{model_name}` is not declared"))?;
-        let mut node = LlmNode::new(build_model(decl, &b.base_dir)?);
+        let (model, decl) = model_of(b)?;
+        let mut node = LlmNode::new(model);
+        if let Some(p) = pricing(decl)? {
+            node = node.pricing(p);
+        }
         // System parts: static prompts are cacheable; templated ones are rendered per call.
         let parts: Vec<&Expr> = match entry(n, "system").map(|e| &e.kind) {
             Some(ExprKind::List { items }) => items.iter().collect(),
@@ -238,6 +218,22 @@ impl NodeFactory for LlmFactory {
         if let Some(ch) = entry(n, "usage").and_then(name_of) {
             node = node.usage_channel(ch);
         }
+        if let Some(schema) = entry(n, "output_schema").map(const_value).transpose()? {
+            let out = entry(n, "output")
+                .and_then(name_of)
+                .ok_or("`output_schema` needs `output: <channel>` to receive the answer")?;
+            node = node.structured(schema, out);
+        }
+        if let Some(spec) = entry(n, "memory").map(const_value).transpose()? {
+            node = node.memory(build_memory(spec)?);
+        }
+        if let Some(v) = entry(n, "max_iterations").map(const_value).transpose()? {
+            let max = v
+                .as_u64()
+                .filter(|n| *n > 0)
+                .ok_or("`max_iterations` is a positive integer")?;
+            node = node.max_iterations(max as usize);
+        }
         Ok(Arc::new(node))
     }
 }
@@ -275,6 +271,89 @@ impl NodeFactory for ToolExecutorFactory {
         if let Some(ch) = entry(b.node, "messages").and_then(name_of) {
             node = node.messages_channel(ch);
         }
+        if entry(b.node, "model").is_some() {
+            node = node.model(model_of(b)?.0);
+        }
+        match entry(b.node, "settings").map(const_value).transpose()? {
+            Some(Value::Object(per_tool)) => {
+                for (tool, settings) in per_tool {
+                    if !node.tools.contains_key(&tool) {
+                        return Err(format!(
+                            "`settings` names tool `{tool}`, which is not in tool set `{set}`"
+                        ));
+                    }
+                    node = node.settings(tool, settings);
+                }
+            }
+            Some(other) => {
+                return Err(format!(
+                    "`settings` maps tool names to their settings, got {other}"
+                ))
+            }
+            None => {}
+        }
+        Ok(Arc::new(node))
+    }
+}
+
+/// The model a node's `model` entry names, built, with its declaration.
+fn model_of<'a>(
+    b: &NodeBuild<'a>,
+) -> Result<(Arc<dyn agentgraph_runtime::models::ChatModel>, &'a ModelDecl), String> {
+    let model_name = entry(b.node, "model")
+        .and_then(name_of)
+        .ok_or("`model` names a model block")?;
+    let decl = model_decl(b.graph, model_name)
+        .ok_or_else(|| format!("model `{model_name}` is not declared"))?;
+    Ok((build_model(decl, &b.base_dir)?, decl))
+}
+
+fn usize_entry(n: &NodeDecl, key: &str) -> Result<Option<usize>, String> {
+    entry(n, key)
+        .map(const_value)
+        .transpose()?
+        .map(|v| {
+            v.as_u64()
+                .map(|n| n as usize)
+                .ok_or_else(|| format!("`{key}` is a non-negative integer"))
+        })
+        .transpose()
+}
+
+struct CompactFactory;
+
+impl NodeFactory for CompactFactory {
+    fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
+        let mut node = CompactNode::new(model_of(b)?.0);
+        if let Some(ch) = entry(b.node, "messages").and_then(name_of) {
+            node.messages_channel = ch.to_string();
+        }
+        node.summary_channel = entry(b.node, "summary").and_then(name_of).map(str::to_owned);
+        node.threshold_tokens = usize_entry(b.node, "threshold")?;
+        if let Some(k) = usize_entry(b.node, "keep_last")? {
+            node.keep_last = k;
+        }
+        Ok(Arc::new(node))
+    }
+}
+
+struct AgentOutputFactory;
+
+impl NodeFactory for AgentOutputFactory {
+    fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
+        let format = match entry(b.node, "format").map(const_value).transpose()? {
+            Some(Value::String(f)) => f.parse::<OutputFormat>()?,
+            Some(other) => return Err(format!("`format` is \"text\", \"json\" or \"full\", got {other}")),
+            None => OutputFormat::Text,
+        };
+        let mut node = AgentOutputNode::new(format);
+        if let Some(ch) = entry(b.node, "messages").and_then(name_of) {
+            node.messages_channel = ch.to_string();
+        }
+        if let Some(ch) = entry(b.node, "output").and_then(name_of) {
+            node.output_channel = ch.to_string();
+        }
+        node.usage_channel = entry(b.node, "usage").and_then(name_of).map(str::to_owned);
         Ok(Arc::new(node))
     }
 }

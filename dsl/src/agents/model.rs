@@ -1,0 +1,201 @@
+//! Building chat models from `model` declarations.
+//!
+//! ```text
+//! model main = anthropic { model: "claude-sonnet-4-5", max_tokens: 4096 }
+//! model local = openai { model: env("OPENAI_MODEL", "llama3.1"), base_url: env("OPENAI_BASE_URL") }
+//! model demo = scripted { script: "scripts/demo.json" }
+//! model any = auto { anthropic: "claude-sonnet-4-5", openai: "gpt-4o-mini", script: "scripts/demo.json" }
+//! ```
+//!
+//! `auto` picks the provider from the environment: `AGENTGRAPH_PROVIDER`
+//! (`anthropic`, `openai` or `scripted`) when set, else Anthropic when `ANTHROPIC_API_KEY` is
+//! set, else OpenAI (or a compatible server) when `OPENAI_API_KEY` or `OPENAI_BASE_URL` is set.
+//! With none of them it fails with a message saying what to set. `OPENAI_MODEL` and
+//! `ANTHROPIC_MODEL` override the model names of an `auto` block.
+//!
+//! Every HTTP model block may set `base_url`, `max_tokens`, `temperature` and `pricing`
+//! (`{input, output, cache_read, cache_write}` in US dollars per million tokens).
+
+use super::const_value;
+use crate::ast::ModelDecl;
+use agentgraph_runtime::models::anthropic::AnthropicModel;
+use agentgraph_runtime::models::openai::OpenAiModel;
+use agentgraph_runtime::models::scripted::ScriptedModel;
+use agentgraph_runtime::models::{ChatModel, ModelError, Pricing};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The environment variable that forces the provider of `auto` model blocks.
+pub const PROVIDER_VAR: &str = "AGENTGRAPH_PROVIDER";
+
+/// A model declaration's options, evaluated.
+struct Options<'a> {
+    decl: &'a ModelDecl,
+}
+
+impl Options<'_> {
+    fn get(&self, key: &str) -> Result<Option<Value>, String> {
+        self.decl
+            .options
+            .get(key)
+            .map(const_value)
+            .transpose()
+            .map(|v| v.filter(|v| !v.is_null()))
+    }
+
+    fn text(&self, key: &str) -> Result<Option<String>, String> {
+        Ok(self.get(key)?.and_then(|v| v.as_str().map(str::to_owned)))
+    }
+}
+
+fn env(key: &str) -> Option<String> {
+    std::env::var(key).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Which provider an `auto` block resolves to in this environment, or what to set.
+pub fn auto_provider(lookup: impl Fn(&str) -> Option<String>) -> Result<&'static str, String> {
+    if let Some(p) = lookup(PROVIDER_VAR) {
+        return match p.as_str() {
+            "anthropic" => Ok("anthropic"),
+            "openai" => Ok("openai"),
+            "scripted" => Ok("scripted"),
+            other => Err(format!(
+                "{PROVIDER_VAR}={other} is not a provider; use anthropic, openai or scripted"
+            )),
+        };
+    }
+    if lookup("ANTHROPIC_API_KEY").is_some() {
+        return Ok("anthropic");
+    }
+    if lookup("OPENAI_API_KEY").is_some() || lookup("OPENAI_BASE_URL").is_some() {
+        return Ok("openai");
+    }
+    Err("no model provider is configured. Set one of:\n  \
+         ANTHROPIC_API_KEY=…                         (Anthropic)\n  \
+         OPENAI_API_KEY=…                            (OpenAI)\n  \
+         OPENAI_BASE_URL=http://localhost:11434/v1   (an OpenAI-compatible server: Ollama, \
+         vLLM, llama.cpp; OPENAI_MODEL picks the model)\n\
+         or try the scripted offline demo (canned answers): AGENTGRAPH_PROVIDER=scripted"
+        .into())
+}
+
+/// Builds the model a `model` declaration describes.
+pub fn build_model(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>, String> {
+    let opts = Options { decl: m };
+    let (provider, model_name) = match m.provider.name.as_str() {
+        "auto" => {
+            let p = auto_provider(env)?;
+            let name = match p {
+                "anthropic" => env("ANTHROPIC_MODEL").or(opts.text("anthropic")?),
+                "openai" => env("OPENAI_MODEL").or(opts.text("openai")?),
+                _ => None,
+            };
+            if p != "scripted" && name.is_none() {
+                return Err(format!(
+                    "model `{}` picked {p} from the environment but names no {p} model; add \
+                     `{p}: \"…\"` to the block or set {}_MODEL",
+                    m.name.name,
+                    p.to_uppercase()
+                ));
+            }
+            (p, name.unwrap_or_default())
+        }
+        other => (other, opts.text("model")?.unwrap_or_default()),
+    };
+    let max_tokens = opts
+        .get("max_tokens")?
+        .and_then(|v| v.as_u64())
+        .map(|n| n.min(u64::from(u32::MAX)) as u32);
+    let temperature = opts.get("temperature")?.and_then(|v| v.as_f64());
+    let offline = |e: ModelError| {
+        format!(
+            "{e}; to run without a provider, use the scripted model (`model {} = scripted {{ \
+             script: \"answers.json\" }}`, or AGENTGRAPH_PROVIDER=scripted for an `auto` block; \
+             see docs/scripted-model.md)",
+            m.name.name
+        )
+    };
+    let base_url = opts.text("base_url")?;
+    // Both HTTP providers take the same optional settings.
+    macro_rules! configured {
+        ($model:expr) => {{
+            let mut model = $model.map_err(offline)?;
+            if let Some(u) = base_url {
+                model = model.with_base_url(u);
+            }
+            if let Some(n) = max_tokens {
+                model = model.with_max_tokens(n);
+            }
+            if let Some(t) = temperature {
+                model = model.with_temperature(t);
+            }
+            Ok(Arc::new(model))
+        }};
+    }
+    match provider {
+        "anthropic" => configured!(AnthropicModel::from_env(model_name)),
+        "openai" => configured!(OpenAiModel::from_env(model_name)),
+        "scripted" => {
+            let script = opts.text("script")?.ok_or_else(|| {
+                format!(
+                    "model `{}` runs scripted but has no `script: \"file.json\"`",
+                    m.name.name
+                )
+            })?;
+            let model =
+                ScriptedModel::from_file(base_dir.join(script)).map_err(|e| e.to_string())?;
+            Ok(Arc::new(model))
+        }
+        other => Err(format!("no model provider `{other}` in this build")),
+    }
+}
+
+/// The `pricing` option of a model block, if any.
+pub fn pricing(m: &ModelDecl) -> Result<Option<Pricing>, String> {
+    let opts = Options { decl: m };
+    opts.get("pricing")?
+        .map(|v| {
+            serde_json::from_value(v).map_err(|e| {
+                format!(
+                    "`pricing` of model `{}`: {e}; write {{input: 3.0, output: 15.0, \
+                     cache_read: 0.3, cache_write: 3.75}} (US dollars per million tokens)",
+                    m.name.name
+                )
+            })
+        })
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + '_ {
+        move |k| {
+            vars.iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn auto_picks_by_environment() {
+        assert_eq!(auto_provider(lookup(&[("ANTHROPIC_API_KEY", "k")])), Ok("anthropic"));
+        assert_eq!(
+            auto_provider(lookup(&[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")])),
+            Ok("openai")
+        );
+        assert_eq!(
+            auto_provider(lookup(&[
+                ("ANTHROPIC_API_KEY", "k"),
+                (PROVIDER_VAR, "scripted")
+            ])),
+            Ok("scripted")
+        );
+        let none = auto_provider(lookup(&[])).unwrap_err();
+        assert!(none.contains("ANTHROPIC_API_KEY") && none.contains("OPENAI_BASE_URL"));
+        assert!(none.contains("AGENTGRAPH_PROVIDER=scripted"));
+        assert!(auto_provider(lookup(&[(PROVIDER_VAR, "gpt")])).is_err());
+    }
+}
