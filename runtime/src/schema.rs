@@ -80,6 +80,17 @@ pub struct Schema {
 }
 
 impl Schema {
+    /// A schema without channels.
+    pub(crate) fn empty() -> Self {
+        Schema {
+            channels: Vec::new(),
+            index: HashMap::new(),
+            input: Vec::new(),
+            output: Vec::new(),
+            version: String::new(),
+        }
+    }
+
     pub(crate) fn new(
         channels: Vec<ChannelSpec>,
         input: Option<&[String]>,

@@ -19,6 +19,31 @@ impl StateView {
         }
     }
 
+    /// A view over plain values, one `json` channel per key: for calling nodes and tools
+    /// outside a graph (tests, direct tool calls).
+    ///
+    /// ```
+    /// use agentgraph_runtime::StateView;
+    /// let s = StateView::from_object(serde_json::json!({"n": 3}));
+    /// assert_eq!(s.i64("n"), 3);
+    /// assert_eq!(s.get("missing"), None);
+    /// ```
+    pub fn from_object(values: Value) -> Self {
+        let map = match values {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let mut channels = Vec::with_capacity(map.len());
+        let mut vals = Vec::with_capacity(map.len());
+        for (k, v) in map {
+            channels.push(crate::schema::ChannelSpec::new(k, crate::ValueType::Json));
+            vals.push(Some(Arc::new(v)));
+        }
+        // Keys of a JSON object are unique, so building the schema cannot fail.
+        let schema = Schema::new(channels, None, None).unwrap_or_else(|_| Schema::empty());
+        StateView::new(Arc::new(schema), vals)
+    }
+
     /// The value of a channel, or `None` when it is empty or unknown.
     pub fn get(&self, channel: &str) -> Option<&Value> {
         let i = self.schema.index_of(channel)?;

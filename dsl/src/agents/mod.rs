@@ -12,6 +12,7 @@
 //!                   memory: { store: "sled", window: 20 } }
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
 //! node tools: tool_executor { tools: builder, model: main, settings: { http_request: {} } }
+//! # (an object of settings also gets `base_dir`: the graph file's folder, for relative paths)
 //! node shrink: compact { model: main, summary: summary, threshold: 20000, keep_last: 4 }
 //! node out: agent_output { format: "full", output: output, usage: usage }
 //! ```
@@ -22,8 +23,8 @@ use crate::ast::{Entry, Expr, ExprKind, GraphDecl, GraphItem, ModelDecl, NodeDec
 use crate::eval::{eval, Scope};
 use crate::registry::{EntrySpec, NodeBuild, NodeFactory, Registry};
 use agentgraph_runtime::models::ToolChoice;
-use agentgraph_runtime::nodes::{AgentOutputNode, CompactNode, LlmNode, OutputFormat};
 use agentgraph_runtime::nodes::ToolExecutorNode;
+use agentgraph_runtime::nodes::{AgentOutputNode, CompactNode, LlmNode, OutputFormat};
 use agentgraph_runtime::tools::Tool;
 use agentgraph_runtime::{Node, NodeError};
 use serde_json::Value;
@@ -282,6 +283,15 @@ impl NodeFactory for ToolExecutorFactory {
                             "`settings` names tool `{tool}`, which is not in tool set `{set}`"
                         ));
                     }
+                    // Relative paths in settings are relative to the graph file.
+                    let settings = match settings {
+                        Value::Object(mut o) => {
+                            o.entry("base_dir")
+                                .or_insert_with(|| Value::String(b.base_dir.display().to_string()));
+                            Value::Object(o)
+                        }
+                        other => other,
+                    };
                     node = node.settings(tool, settings);
                 }
             }
@@ -299,7 +309,13 @@ impl NodeFactory for ToolExecutorFactory {
 /// The model a node's `model` entry names, built, with its declaration.
 fn model_of<'a>(
     b: &NodeBuild<'a>,
-) -> Result<(Arc<dyn agentgraph_runtime::models::ChatModel>, &'a ModelDecl), String> {
+) -> Result<
+    (
+        Arc<dyn agentgraph_runtime::models::ChatModel>,
+        &'a ModelDecl,
+    ),
+    String,
+> {
     let model_name = entry(b.node, "model")
         .and_then(name_of)
         .ok_or("`model` names a model block")?;
@@ -328,7 +344,9 @@ impl NodeFactory for CompactFactory {
         if let Some(ch) = entry(b.node, "messages").and_then(name_of) {
             node.messages_channel = ch.to_string();
         }
-        node.summary_channel = entry(b.node, "summary").and_then(name_of).map(str::to_owned);
+        node.summary_channel = entry(b.node, "summary")
+            .and_then(name_of)
+            .map(str::to_owned);
         node.threshold_tokens = usize_entry(b.node, "threshold")?;
         if let Some(k) = usize_entry(b.node, "keep_last")? {
             node.keep_last = k;
@@ -343,7 +361,11 @@ impl NodeFactory for AgentOutputFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
         let format = match entry(b.node, "format").map(const_value).transpose()? {
             Some(Value::String(f)) => f.parse::<OutputFormat>()?,
-            Some(other) => return Err(format!("`format` is \"text\", \"json\" or \"full\", got {other}")),
+            Some(other) => {
+                return Err(format!(
+                    "`format` is \"text\", \"json\" or \"full\", got {other}"
+                ))
+            }
             None => OutputFormat::Text,
         };
         let mut node = AgentOutputNode::new(format);

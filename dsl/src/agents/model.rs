@@ -171,7 +171,7 @@ pub fn pricing(m: &ModelDecl) -> Result<Option<Pricing>, String> {
 mod tests {
     use super::*;
 
-    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + '_ {
+    fn lookup<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |k| {
             vars.iter()
                 .find(|(n, _)| *n == k)
@@ -181,7 +181,10 @@ mod tests {
 
     #[test]
     fn auto_picks_by_environment() {
-        assert_eq!(auto_provider(lookup(&[("ANTHROPIC_API_KEY", "k")])), Ok("anthropic"));
+        assert_eq!(
+            auto_provider(lookup(&[("ANTHROPIC_API_KEY", "k")])),
+            Ok("anthropic")
+        );
         assert_eq!(
             auto_provider(lookup(&[("OPENAI_BASE_URL", "http://127.0.0.1:1/v1")])),
             Ok("openai")
