@@ -21,7 +21,17 @@ pub enum Piece {
 }
 
 /// Built-in filters.
-pub const FILTERS: &[&str] = &["json", "upper", "lower", "trim", "length", "lines"];
+/// `trim_workflow` replaces long node parameters of an n8n workflow by a placeholder when the
+/// workflow is large (see `agentgraph_runtime::models::budget::trim_workflow_json`).
+pub const FILTERS: &[&str] = &[
+    "json",
+    "upper",
+    "lower",
+    "trim",
+    "length",
+    "lines",
+    "trim_workflow",
+];
 
 /// Splits a string into text and holes. An unclosed `{{` is an error with its offset.
 pub fn pieces(s: &str) -> Result<Vec<Piece>, (usize, String)> {
@@ -79,6 +89,7 @@ pub fn filter(name: &str, v: Value) -> Result<Value, EvalError> {
         "upper" => Value::String(as_text(&v).to_uppercase()),
         "lower" => Value::String(as_text(&v).to_lowercase()),
         "trim" => Value::String(as_text(&v).trim().to_string()),
+        "trim_workflow" => agentgraph_runtime::models::budget::trim_workflow_json(&v),
         "length" => Value::from(match &v {
             Value::Array(a) => a.len(),
             Value::Object(o) => o.len(),
