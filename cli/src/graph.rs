@@ -18,9 +18,22 @@ pub struct Ctx {
 /// The registry of names graphs may use in this build.
 pub fn registry() -> Registry {
     let mut reg = Registry::default();
-    // No tools yet: the workflow-builder tools arrive with std-tools (issue #5).
-    agentgraph_dsl::agents::register(&mut reg, agentgraph_dsl::agents::ToolMap::new());
+    agentgraph_dsl::agents::register(&mut reg, tools());
     reg
+}
+
+/// The tools graphs run by the CLI can bind.
+fn tools() -> agentgraph_dsl::agents::ToolMap {
+    use agentgraph_runtime::tools::Tool;
+    use agentgraph_std_tools::general::{Calculator, HttpRequest, KnowledgeBaseFiles};
+    let list: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(Calculator),
+        Arc::new(HttpRequest::new()),
+        Arc::new(KnowledgeBaseFiles::new()),
+    ];
+    list.into_iter()
+        .map(|t| (t.name().to_string(), t))
+        .collect()
 }
 
 fn width() -> usize {

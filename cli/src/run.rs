@@ -34,6 +34,13 @@ pub struct RunOpts {
     /// Stop after these nodes (comma-separated; `*` for all).
     #[arg(long)]
     interrupt_after: Option<String>,
+    /// The memory session of agents with memory (default: the thread id).
+    #[arg(long)]
+    session: Option<String>,
+    /// A run setting nodes and tools can read, as KEY=VALUE (VALUE is JSON, or else a
+    /// string); repeatable.
+    #[arg(long = "config", value_name = "KEY=VALUE")]
+    settings: Vec<String>,
 }
 
 fn config(opts: &RunOpts, thread: String) -> Result<(RunConfig, Option<Modes>), u8> {
@@ -59,6 +66,17 @@ fn config(opts: &RunOpts, thread: String) -> Result<(RunConfig, Option<Modes>), 
     };
     c.interrupt_before = list(&opts.interrupt_before);
     c.interrupt_after = list(&opts.interrupt_after);
+    for kv in &opts.settings {
+        let Some((k, v)) = kv.split_once('=') else {
+            eprintln!("error: --config takes KEY=VALUE, got `{kv}`");
+            return Err(exit::USAGE);
+        };
+        let value = serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()));
+        c = c.configure(k.trim(), value);
+    }
+    if let Some(s) = &opts.session {
+        c = c.configure("session_id", Value::String(s.clone()));
+    }
     Ok((c, stream))
 }
 

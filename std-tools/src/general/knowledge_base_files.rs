@@ -1,0 +1,140 @@
+//! `knowledge_base_search` over documents named in the tool's settings, loaded and embedded on
+//! first use: the form graph files use.
+//!
+//! ```text
+//! node tools: tool_executor {
+//!   tools: toolbox
+//!   settings: { knowledge_base_search: { documents: "data/handbook.json", embedder: "hash" } }
+//! }
+//! ```
+//!
+//! Settings: `documents` (a JSON file holding `[{id, text, metadata?}]`, relative to
+//! `base_dir`, which the DSL sets to the graph file's folder), `embedder` (`"hash"`, the
+//! default: offline and deterministic; or `"openai"`: OpenAI-compatible embeddings from
+//! `OPENAI_API_KEY`/`OPENAI_BASE_URL`), `model` (for `openai`), `top_k` (default hits).
+
+use super::embeddings::{Embedder, HashEmbedder, OpenAiEmbedder};
+use super::knowledge_base::KnowledgeBaseSearch;
+use super::vector_store::{Document, VectorStore};
+use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tokio::sync::Mutex;
+
+#[derive(Debug, Deserialize)]
+struct Settings {
+    documents: String,
+    #[serde(default)]
+    embedder: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    top_k: Option<usize>,
+    #[serde(default)]
+    base_dir: Option<String>,
+}
+
+/// The `knowledge_base_search` tool reading its documents from its settings (see the module
+/// docs). Each distinct settings value is loaded once and kept.
+#[derive(Default)]
+pub struct KnowledgeBaseFiles {
+    loaded: Mutex<HashMap<String, Arc<KnowledgeBaseSearch>>>,
+}
+
+impl KnowledgeBaseFiles {
+    /// A tool with nothing loaded yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    async fn search_tool(&self, settings: &Value) -> Result<Arc<KnowledgeBaseSearch>, ToolError> {
+        let key = settings.to_string();
+        let mut loaded = self.loaded.lock().await;
+        if let Some(t) = loaded.get(&key) {
+            return Ok(t.clone());
+        }
+        let s: Settings = serde_json::from_value(settings.clone()).map_err(|e| {
+            ToolError::new(
+                "KNOWLEDGE_BASE_NOT_CONFIGURED",
+                format!(
+                    "the knowledge base is not configured ({e}); the graph must give this \
+                     tool the settings {{documents: \"file.json\", embedder?: \"hash\"|\"openai\"}}"
+                ),
+            )
+        })?;
+        let mut path = PathBuf::from(&s.documents);
+        if path.is_relative() {
+            if let Some(base) = &s.base_dir {
+                path = PathBuf::from(base).join(path);
+            }
+        }
+        let text = tokio::fs::read_to_string(&path).await.map_err(|e| {
+            ToolError::new(
+                "KNOWLEDGE_BASE_UNAVAILABLE",
+                format!("cannot read the documents at {}: {e}", path.display()),
+            )
+        })?;
+        let docs: Vec<Document> = serde_json::from_str(&text).map_err(|e| {
+            ToolError::new(
+                "KNOWLEDGE_BASE_UNAVAILABLE",
+                format!(
+                    "{} is not a JSON list of {{id, text, metadata?}}: {e}",
+                    path.display()
+                ),
+            )
+        })?;
+        let embedder: Arc<dyn Embedder> = match s.embedder.as_deref().unwrap_or("hash") {
+            "hash" => Arc::new(HashEmbedder::default()),
+            "openai" => Arc::new(OpenAiEmbedder::from_env(s.model.as_deref())?),
+            other => {
+                return Err(ToolError::new(
+                    "KNOWLEDGE_BASE_NOT_CONFIGURED",
+                    format!("unknown embedder `{other}`; use \"hash\" or \"openai\""),
+                ))
+            }
+        };
+        let store = VectorStore::new();
+        store
+            .add_documents(embedder.as_ref(), docs)
+            .await
+            .map_err(|e| ToolError::new("KNOWLEDGE_BASE_UNAVAILABLE", e.to_string()))?;
+        let mut tool = KnowledgeBaseSearch::new(Arc::new(store), embedder);
+        if let Some(k) = s.top_k {
+            tool = tool.with_default_top_k(k);
+        }
+        let tool = Arc::new(tool);
+        loaded.insert(key, tool.clone());
+        Ok(tool)
+    }
+}
+
+#[async_trait]
+impl Tool for KnowledgeBaseFiles {
+    fn name(&self) -> &str {
+        "knowledge_base_search"
+    }
+
+    fn description(&self) -> &str {
+        "Search the knowledge base for passages relevant to a question (semantic search). \
+         Returns {query, hits: [{id, score, text, metadata}]}, best first; the score is the \
+         cosine similarity (higher is closer). Use the hits' text to answer and cite their ids."
+    }
+
+    fn input_schema(&self) -> Value {
+        // The same arguments as the store-backed tool.
+        KnowledgeBaseSearch::new(
+            Arc::new(VectorStore::new()),
+            Arc::new(HashEmbedder::default()),
+        )
+        .input_schema()
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let tool = self.search_tool(ctx.settings()).await?;
+        tool.call(args, ctx).await
+    }
+}

@@ -1,0 +1,16 @@
+//! The standard tool library of agentgraph: everything the n8n workflow-builder graphs use.
+//!
+//! * [`workflow`]: the n8n workflow JSON model (unknown fields kept verbatim).
+//! * [`operations`]: the queued edits tools return, their reducer and the `apply_operations`
+//!   node.
+//! * [`catalogue`]: node-type descriptions (a compact built-in set and the real n8n
+//!   `nodes.json`), port resolution (expression ports evaluated in embedded JavaScript) and
+//!   search scoring.
+//! * [`general`]: general agent tools (calculator, safe HTTP request, knowledge-base search).
+//! * [`builder`]: builder-agent tools (`get_best_practices`, `submit_discovery_results`).
+
+pub mod builder;
+pub mod catalogue;
+pub mod general;
+pub mod operations;
+pub mod workflow;
