@@ -3,6 +3,7 @@
 use crate::exit;
 use agentgraph_dsl::{Diagnostic, Project, Registry};
 use agentgraph_runtime::{CompiledGraph, SledCheckpointer};
+use agentgraph_std_tools::catalogue::Catalogue;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -15,25 +16,27 @@ pub struct Ctx {
     pub json: bool,
 }
 
-/// The registry of names graphs may use in this build.
+/// The registry of names graphs may use in this build: the agent kinds, every std-tools tool
+/// over the node-type catalogue (`$AGENTGRAPH_N8N_CATALOGUE`, else the built-in one), the
+/// `operations` reducer and the `apply_operations` kind.
 pub fn registry() -> Registry {
     let mut reg = Registry::default();
-    agentgraph_dsl::agents::register(&mut reg, tools());
+    agentgraph_std_tools::dsl::register(&mut reg, catalogue());
     reg
 }
 
-/// The tools graphs run by the CLI can bind.
-fn tools() -> agentgraph_dsl::agents::ToolMap {
-    use agentgraph_runtime::tools::Tool;
-    use agentgraph_std_tools::general::{Calculator, HttpRequest, KnowledgeBaseFiles};
-    let list: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(Calculator),
-        Arc::new(HttpRequest::new()),
-        Arc::new(KnowledgeBaseFiles::new()),
-    ];
-    list.into_iter()
-        .map(|t| (t.name().to_string(), t))
-        .collect()
+/// The node-type catalogue, loaded once per process.
+fn catalogue() -> Arc<Catalogue> {
+    static CATALOGUE: std::sync::OnceLock<Arc<Catalogue>> = std::sync::OnceLock::new();
+    CATALOGUE
+        .get_or_init(|| match crate::validate::load_catalogue(None) {
+            Ok((c, _)) => Arc::new(c),
+            Err(e) => {
+                eprintln!("warning: {e}; using the built-in node-type catalogue");
+                Arc::new(Catalogue::builtin().unwrap_or_else(|_| Catalogue::new()))
+            }
+        })
+        .clone()
 }
 
 fn width() -> usize {

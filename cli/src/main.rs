@@ -1,10 +1,12 @@
 //! `agentgraph`: run, resume and inspect `.ag` graphs on a sled store, check, format and draw
-//! them. Exit codes: 0 done, 1 run failed, 2 bad usage or a DSL error, 3 stopped at an interrupt.
+//! them, validate n8n workflow files. Exit codes: 0 done, 1 run failed, 2 bad usage or a DSL
+//! error, 3 stopped at an interrupt.
 
 mod graph;
 mod inspect;
 mod live;
 mod run;
+mod validate;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -141,6 +143,18 @@ enum Cmd {
         #[arg(long)]
         check: bool,
     },
+    /// Validate an n8n workflow file: every structure and configuration rule, printed as
+    /// `file: node "X" [CODE] severity: message`; exit 1 when there are error findings, 2 for
+    /// bad input. Uses the n8n catalogue in --catalogue or $AGENTGRAPH_N8N_CATALOGUE (a
+    /// directory laid out like shared/data/n8n), else the built-in one. --json prints the
+    /// report as JSON.
+    Validate {
+        /// The workflow JSON file.
+        file: PathBuf,
+        /// A directory holding n8n's nodes.json files (n8n-nodes-base/, n8n-nodes-langchain/).
+        #[arg(long)]
+        catalogue: Option<PathBuf>,
+    },
     /// Draw a graph as a diagram.
     Viz {
         /// The graph file.
@@ -212,5 +226,6 @@ async fn dispatch(cli: Cli) -> u8 {
         Cmd::Check { graph } => graph::check(&ctx, &graph),
         Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
         Cmd::Viz { graph, format } => graph::viz(&graph, &format),
+        Cmd::Validate { file, catalogue } => validate::validate(&file, catalogue, ctx.json),
     }
 }

@@ -8,9 +8,14 @@
 //!   search scoring.
 //! * [`general`]: general agent tools (calculator, safe HTTP request, knowledge-base search).
 //! * [`builder`]: builder-agent tools (`get_best_practices`, `submit_discovery_results`).
+//! * [`validate`]: workflow validators (coded structure and configuration rules) and the
+//!   `validate_structure` / `validate_configuration` tools.
 
 pub mod builder;
 pub mod catalogue;
+#[cfg(feature = "dsl")]
+pub mod dsl;
 pub mod general;
 pub mod operations;
+pub mod validate;
 pub mod workflow;

@@ -149,18 +149,18 @@ fn add_nodes_errors() {
     let err = apply_operations(&sample(), &[Operation::AddNodes { nodes: vec![no_id] }])
         .expect_err("no id");
     assert_eq!(err.kind, OperationErrorKind::MissingNodeId("No Id".into()));
-    let err = apply_operations(
+    // A name used by a node with another id is made unique (parallel add_nodes calls).
+    let wf = apply_operations(
         &sample(),
         &[Operation::AddNodes {
-            nodes: vec![node("77", "Set")],
+            nodes: vec![node("77", "Set"), node("78", "Set")],
         }],
     )
-    .expect_err("duplicate name");
-    assert_eq!(
-        err.kind,
-        OperationErrorKind::DuplicateNodeName("Set".into())
-    );
-    assert_eq!(err.op, "addNodes");
+    .expect("duplicate names are made unique");
+    assert_eq!(wf.node_by_id("77").expect("77").name, "Set1");
+    assert_eq!(wf.node_by_id("78").expect("78").name, "Set2");
+    let names: std::collections::BTreeSet<&str> = wf.node_names().collect();
+    assert_eq!(names.len(), wf.nodes.len(), "names stay unique");
     let err = apply_operations(
         &sample(),
         &[Operation::AddNodes {

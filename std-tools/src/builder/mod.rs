@@ -4,8 +4,18 @@
 //! * [`best_practices`]: `get_best_practices` and the technique documents written for it.
 //! * [`discovery`]: `submit_discovery_results`, which ends the discovery phase.
 
+pub mod add_nodes;
 pub mod best_practices;
+pub mod connect_nodes;
 pub mod discovery;
+pub mod get_node_parameter;
+pub mod node_details;
+pub mod positions;
+pub mod remove_connection;
+pub mod remove_node;
+pub mod search_nodes;
+pub mod state;
+pub mod update_parameters;
 
 pub use best_practices::{
     document, render, render_all, technique_ids, techniques, GetBestPractices, Technique,
@@ -15,3 +25,35 @@ pub use discovery::{
     DiscoveredNode, DiscoveryResults, NodeTypeChecker, SubmitDiscoveryResults,
     DEFAULT_COORDINATION_LOG_CHANNEL, DEFAULT_DISCOVERY_CHANNEL,
 };
+pub use update_parameters::{
+    changed_keys, fix_expression_prefixes, ChangedKeys, UpdateNodeParameters,
+};
+
+pub use add_nodes::AddNodes;
+pub use connect_nodes::{ConnectNodes, PlannedConnection};
+pub use get_node_parameter::{GetNodeParameter, MAX_PARAMETER_VALUE_LENGTH};
+pub use node_details::GetNodeDetails;
+pub use remove_connection::RemoveConnection;
+pub use remove_node::RemoveNode;
+pub use search_nodes::SearchNodes;
+
+/// The workflow-builder tools over `catalogue`: search_nodes, get_node_details, add_nodes,
+/// connect_nodes, remove_node, remove_connection, get_node_parameter, get_best_practices and
+/// submit_discovery_results (its node types checked against the catalogue).
+pub fn workflow_tools(
+    catalogue: std::sync::Arc<crate::catalogue::Catalogue>,
+) -> Vec<std::sync::Arc<dyn agentgraph_runtime::tools::Tool>> {
+    use std::sync::Arc;
+    let checker = catalogue.clone();
+    vec![
+        Arc::new(SearchNodes::new(catalogue.clone())),
+        Arc::new(GetNodeDetails::new(catalogue.clone())),
+        Arc::new(AddNodes::new(catalogue.clone())),
+        Arc::new(ConnectNodes::new(catalogue.clone())),
+        Arc::new(RemoveNode::new(catalogue.clone())),
+        Arc::new(RemoveConnection::new(catalogue.clone())),
+        Arc::new(GetNodeParameter::new(catalogue)),
+        Arc::new(GetBestPractices::new()),
+        Arc::new(SubmitDiscoveryResults::new().with_type_checker(move |t| checker.contains(t))),
+    ]
+}

@@ -37,7 +37,8 @@ fn default_main() -> String {
 pub enum Operation {
     /// Empties the workflow: no nodes, no connections, an empty name, no other fields.
     Clear,
-    /// Adds nodes; a node whose id is already in the workflow replaces that node (upsert).
+    /// Adds nodes; a node whose id is already in the workflow replaces that node (upsert). A
+    /// node whose name is used by a node with another id gets a unique name (`Set` → `Set1`).
     AddNodes {
         /// The nodes to add or replace.
         nodes: Vec<WorkflowNode>,
@@ -332,16 +333,28 @@ fn add_nodes(wf: &mut Workflow, nodes: &[WorkflowNode]) -> Result<(), OperationE
         if node.name.is_empty() {
             return Err(OperationErrorKind::EmptyName);
         }
+        let mut node = node.clone();
         if wf
             .nodes
             .iter()
             .any(|n| n.name == node.name && n.id.as_deref() != Some(id))
         {
-            return Err(OperationErrorKind::DuplicateNodeName(node.name.clone()));
+            // Parallel add_nodes calls of one step may pick the same name: tools refer to
+            // nodes by id, so the later node gets a unique n8n-style name instead.
+            let others = Workflow {
+                nodes: wf
+                    .nodes
+                    .iter()
+                    .filter(|n| n.id.as_deref() != Some(id))
+                    .cloned()
+                    .collect(),
+                ..Workflow::default()
+            };
+            node.name = others.unique_name(&node.name);
         }
         match wf.nodes.iter_mut().find(|n| n.id.as_deref() == Some(id)) {
-            Some(existing) => *existing = Arc::new(node.clone()),
-            None => wf.nodes.push(Arc::new(node.clone())),
+            Some(existing) => *existing = Arc::new(node),
+            None => wf.nodes.push(Arc::new(node)),
         }
     }
     Ok(())

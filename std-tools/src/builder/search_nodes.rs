@@ -1,0 +1,202 @@
+//! `search_nodes`: name and sub-node search over the catalogue, several queries per call.
+//!
+//! Arguments: `{"queries": [{"queryType": "name"|"subNodeSearch", "query"?, "connectionType"?}]}`.
+//! Output, one block per query (blocks separated by a blank line):
+//!
+//! ```text
+//! Found 2 nodes matching "http":
+//! <node>
+//!   <node_name>n8n-nodes-base.httpRequest</node_name>
+//!   <node_display_name>HTTP Request</node_display_name>
+//!   <node_version>4.2</node_version>
+//!   <node_description>Makes an HTTP request and returns the response data</node_description>
+//!   <node_inputs>["main"]</node_inputs>
+//!   <node_outputs>["main"]</node_outputs>
+//! </node>
+//! ```
+
+use super::state::{codes, req_str};
+use crate::catalogue::{Catalogue, SearchHit};
+use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+/// Results per query.
+pub const SEARCH_LIMIT: usize = 5;
+/// Most queries in one call.
+pub const MAX_QUERIES: usize = 20;
+
+/// The `search_nodes` tool.
+#[derive(Debug, Clone)]
+pub struct SearchNodes {
+    catalogue: Arc<Catalogue>,
+}
+
+impl SearchNodes {
+    /// The tool over `catalogue`.
+    pub fn new(catalogue: Arc<Catalogue>) -> Self {
+        SearchNodes { catalogue }
+    }
+
+    /// Runs the queries of `args` and renders the reference's text.
+    pub fn run(&self, args: &Value) -> Result<String, ToolError> {
+        let queries =
+            match args.get("queries").and_then(Value::as_array) {
+                Some(q) if !q.is_empty() => q,
+                _ => return Err(ToolError::new(
+                    codes::INVALID_INPUT,
+                    "`queries` must be a non-empty list of {queryType, query?, connectionType?}",
+                )),
+            };
+        if queries.len() > MAX_QUERIES {
+            return Err(ToolError::new(
+                codes::INVALID_INPUT,
+                format!("at most {MAX_QUERIES} queries per call; split the search"),
+            ));
+        }
+        let mut blocks = Vec::with_capacity(queries.len());
+        for (i, q) in queries.iter().enumerate() {
+            blocks.push(
+                self.one(q)
+                    .map_err(|e| ToolError::new(e.code, format!("query {i}: {}", e.message)))?,
+            );
+        }
+        Ok(blocks.join("\n\n"))
+    }
+
+    fn one(&self, q: &Value) -> Result<String, ToolError> {
+        let query_type = q.get("queryType").and_then(Value::as_str).unwrap_or("name");
+        let text = q
+            .get("query")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .unwrap_or("");
+        match query_type {
+            "name" => {
+                let query = req_str(q, "query").map_err(|_| {
+                    ToolError::new(
+                        codes::INVALID_INPUT,
+                        "a `name` query needs a non-empty `query` (e.g. \"http\", \"gmail\")",
+                    )
+                })?;
+                let hits = self.catalogue.search(query, SEARCH_LIMIT);
+                let head = if hits.is_empty() {
+                    format!(
+                        "No nodes found matching \"{query}\". Try a shorter or different \
+                         keyword (service name, action, or a synonym)."
+                    )
+                } else {
+                    format!("Found {} nodes matching \"{query}\":", hits.len())
+                };
+                Ok(self.render(head, &hits))
+            }
+            "subNodeSearch" => {
+                let kind = req_str(q, "connectionType").map_err(|_| {
+                    ToolError::new(
+                        codes::INVALID_INPUT,
+                        "a `subNodeSearch` query needs `connectionType` (e.g. \
+                         \"ai_languageModel\", \"ai_tool\", \"ai_memory\", \"ai_embedding\")",
+                    )
+                })?;
+                let hits = self.catalogue.search_sub_nodes(kind, text, SEARCH_LIMIT);
+                let filter = if text.is_empty() {
+                    String::new()
+                } else {
+                    format!(" matching \"{text}\"")
+                };
+                let head = if hits.is_empty() {
+                    format!("No sub-nodes found with output type {kind}{filter}.")
+                } else {
+                    format!(
+                        "Found {} sub-nodes with output type {kind}{filter}:",
+                        hits.len()
+                    )
+                };
+                Ok(self.render(head, &hits))
+            }
+            other => Err(ToolError::new(
+                codes::INVALID_INPUT,
+                format!("unknown queryType \"{other}\"; use \"name\" or \"subNodeSearch\""),
+            )),
+        }
+    }
+
+    fn render(&self, head: String, hits: &[SearchHit]) -> String {
+        let mut out = head;
+        for h in hits {
+            let (inputs, outputs) = match self.catalogue.ports(
+                &h.node_type,
+                Some(h.version),
+                &Value::Object(Default::default()),
+            ) {
+                Some(Ok(p)) => (kinds_json(&p.input_kinds()), kinds_json(&p.output_kinds())),
+                _ => ("[]".to_string(), "[]".to_string()),
+            };
+            let _ = write!(
+                out,
+                "\n<node>\n  <node_name>{}</node_name>\n  <node_display_name>{}</node_display_name>\n  \
+                 <node_version>{}</node_version>\n  <node_description>{}</node_description>\n  \
+                 <node_inputs>{inputs}</node_inputs>\n  <node_outputs>{outputs}</node_outputs>\n</node>",
+                h.node_type,
+                h.display_name,
+                format_version(h.version),
+                h.description.trim()
+            );
+        }
+        out
+    }
+}
+
+/// `4.2` → `4.2`, `2.0` → `2`.
+pub fn format_version(v: f64) -> String {
+    json!(v).to_string().trim_end_matches(".0").to_string()
+}
+
+/// A JSON list of kinds: `["main","ai_tool"]`.
+pub fn kinds_json(kinds: &[&str]) -> String {
+    serde_json::to_string(kinds).unwrap_or_else(|_| "[]".into())
+}
+
+#[async_trait]
+impl Tool for SearchNodes {
+    fn name(&self) -> &str {
+        "search_nodes"
+    }
+
+    fn description(&self) -> &str {
+        "Search the available n8n node types. Several queries per call: `name` queries match \
+         type names, display names, aliases and descriptions (e.g. \"http\", \"gmail\", \
+         \"schedule\"); `subNodeSearch` queries find AI sub-nodes that output a connection type \
+         (ai_languageModel, ai_tool, ai_memory, ai_embedding, ai_document, ai_textSplitter, \
+         ai_vectorStore, ai_outputParser …), optionally filtered by `query`. Returns up to 5 \
+         nodes per query with their full type name, version, description, inputs and outputs."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "queries": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "queryType": {"type": "string", "enum": ["name", "subNodeSearch"]},
+                            "query": {"type": "string", "description": "Search words (required for `name`)."},
+                            "connectionType": {"type": "string", "description": "For `subNodeSearch`: the connection type the sub-node outputs, e.g. ai_languageModel."}
+                        },
+                        "required": ["queryType"]
+                    }
+                }
+            },
+            "required": ["queries"]
+        })
+    }
+
+    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Ok(ToolOutput::text(self.run(&args)?))
+    }
+}
