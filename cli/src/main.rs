@@ -167,6 +167,14 @@ enum Cmd {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Scripted models keep their per-thread cursors next to the checkpoints, so a thread
+    // resumed by a later process continues its script (set before any thread starts).
+    if std::env::var_os(agentgraph_dsl::agents::model::SCRIPT_STATE_VAR).is_none() {
+        std::env::set_var(
+            agentgraph_dsl::agents::model::SCRIPT_STATE_VAR,
+            cli.db.join("scripted"),
+        );
+    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

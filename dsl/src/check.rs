@@ -699,6 +699,15 @@ impl Checker<'_, '_> {
                         );
                     }
                 }
+                ("catch", Entry::Value { value, .. }) => match &value.kind {
+                    ExprKind::Name { name } if self.s.channels.contains_key(&name.name) => {}
+                    ExprKind::Name { name } => self.unknown_channel(name),
+                    _ => self.out.push(
+                        Diagnostic::error("E0211", value.span, "`catch` names a channel")
+                            .label("not a channel name")
+                            .help("name a `json?` channel that receives the error, e.g. `catch: error`"),
+                    ),
+                },
                 ("write", Entry::Value { value, .. }) => match &value.kind {
                     ExprKind::Name { name } if self.s.channels.contains_key(&name.name) => {}
                     ExprKind::Name { name } => self.unknown_channel(name),

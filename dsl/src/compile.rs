@@ -161,6 +161,11 @@ fn node_options(n: &NodeDecl) -> Result<NodeOptions, Diagnostic> {
                     o.timeout = Some(Duration::from_millis(ms));
                 }
             }
+            Entry::Value { key, value } if key.name == "catch" => {
+                if let ExprKind::Name { name } = &value.kind {
+                    o.catch = Some(name.name.clone());
+                }
+            }
             Entry::Block { key, entries, .. } if key.name == "retry" => {
                 let mut p = RetryPolicy::default();
                 for re in entries {

@@ -159,7 +159,11 @@ impl Registry {
 }
 
 /// Entries every node accepts.
-pub const COMMON_ENTRIES: &[EntrySpec] = &[EntrySpec::block("retry"), EntrySpec::value("timeout")];
+pub const COMMON_ENTRIES: &[EntrySpec] = &[
+    EntrySpec::block("retry"),
+    EntrySpec::value("timeout"),
+    EntrySpec::value("catch"),
+];
 
 /// Keys of a `retry { … }` block.
 pub const RETRY_KEYS: &[&str] = &[

@@ -63,6 +63,11 @@ pub struct NodeOptions {
     pub retry: Option<RetryPolicy>,
     /// Limit on one attempt.
     pub timeout: Option<Duration>,
+    /// An error boundary: when the node fails for good (after its retries), write
+    /// `{"node", "code", "message"}` to this channel and carry on along the node's edges and
+    /// routes instead of failing the run (a route can then send the error to a node that
+    /// explains it). Interrupts and cancellation are not caught.
+    pub catch: Option<String>,
 }
 
 pub(crate) struct NodeEntry {

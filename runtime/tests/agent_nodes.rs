@@ -105,24 +105,37 @@ async fn structured_output_invalid_twice_fails_with_the_problems() {
 #[tokio::test]
 async fn memory_carries_a_session_across_threads_and_isolates_sessions() {
     let store = Arc::new(BufferMemory::new());
-    let model = scripted(json!([
-        {"node": "agent", "text": "Nice to meet you, Ada."},
-        {"node": "agent", "text": "You are Ada."},
-        {"node": "agent", "text": "I don't know your name."}
-    ]));
-    let g = one_node(
-        "agent",
-        Arc::new(LlmNode::new(model.clone()).memory(store.clone())),
-    );
-    let run = |thread: &str, session: &str, text: &str| {
+    // The scripted model keeps one cursor per thread: one model per thread here.
+    let graph_answering = |text: &str| {
+        let model = scripted(json!([{ "node": "agent", "text": text }]));
+        one_node("agent", Arc::new(LlmNode::new(model).memory(store.clone())))
+    };
+    let run = |g: CompiledGraph,
+               thread: &'static str,
+               session: &'static str,
+               text: &'static str| async move {
         g.invoke(
             values(json!({"messages": [human(&format!("{thread}-h"), text)]})),
             RunConfig::thread(thread).configure("session_id", json!(session)),
         )
+        .await
+        .unwrap();
     };
-    run("t1", "ada", "I am Ada").await.unwrap();
-    run("t2", "ada", "Who am I?").await.unwrap();
-    run("t3", "bob", "Who am I?").await.unwrap();
+    run(
+        graph_answering("Nice to meet you, Ada."),
+        "t1",
+        "ada",
+        "I am Ada",
+    )
+    .await;
+    run(graph_answering("You are Ada."), "t2", "ada", "Who am I?").await;
+    run(
+        graph_answering("I don't know your name."),
+        "t3",
+        "bob",
+        "Who am I?",
+    )
+    .await;
     let ada = store.load("ada").await.unwrap();
     let texts: Vec<&str> = ada.iter().map(|m| m["content"].as_str().unwrap()).collect();
     assert_eq!(
@@ -136,11 +149,7 @@ async fn memory_carries_a_session_across_threads_and_isolates_sessions() {
     );
     assert_eq!(store.load("bob").await.unwrap().len(), 2);
     // Without a session id the thread id is the session.
-    let model2 = scripted(json!([{"node": "agent", "text": "ok"}]));
-    let g2 = one_node(
-        "agent",
-        Arc::new(LlmNode::new(model2).memory(store.clone())),
-    );
+    let g2 = graph_answering("ok");
     invoke_on(
         &g2,
         "t9",

@@ -442,3 +442,44 @@ fn compile_rejects_unknown_nodes_and_missing_entry() {
         .unwrap();
     assert!(matches!(e, GraphError::DuplicateNode(_)));
 }
+
+#[tokio::test]
+async fn a_catching_node_turns_its_failure_into_a_write_and_the_run_goes_on() {
+    let options = NodeOptions {
+        catch: Some("error".into()),
+        ..Default::default()
+    };
+    let g = GraphBuilder::new("catch")
+        .channel(list("log"))
+        .channel(ChannelSpec::new("error", ValueType::Json))
+        .node_with(
+            "fragile",
+            node_fn(|_| async {
+                Err(NodeError::fatal("the model is down").with_code("MODEL_SERVER"))
+            }),
+            options,
+        )
+        .node("explain", logger("explain"))
+        .node("happy", logger("happy"))
+        .edge(START, "fragile")
+        .route("fragile", |s| {
+            if s.get("error").is_some() {
+                "explain"
+            } else {
+                "happy"
+            }
+        })
+        .edge("explain", END)
+        .edge("happy", END)
+        .compile()
+        .unwrap();
+    let out = g
+        .invoke(values(json!({})), RunConfig::default())
+        .await
+        .unwrap();
+    assert_eq!(out.values["log"], json!(["explain"]));
+    assert_eq!(
+        out.values["error"],
+        json!({"node": "fragile", "code": "MODEL_SERVER", "message": "the model is down"})
+    );
+}

@@ -106,6 +106,7 @@ async fn retry_policy_retries_transient_failures_then_succeeds() {
             NodeOptions {
                 retry: Some(policy.clone()),
                 timeout: None,
+                catch: None,
             },
         )
         .edge(START, "flaky")
@@ -125,6 +126,7 @@ async fn retry_policy_retries_transient_failures_then_succeeds() {
             NodeOptions {
                 retry: Some(policy),
                 timeout: None,
+                catch: None,
             },
         )
         .edge(START, "bad")
@@ -147,6 +149,7 @@ async fn node_timeout_fails_the_node() {
             NodeOptions {
                 retry: None,
                 timeout: Some(Duration::from_millis(20)),
+                catch: None,
             },
         )
         .edge(START, "slow")

@@ -7,7 +7,10 @@
 //!   `nodes.json`), port resolution (expression ports evaluated in embedded JavaScript) and
 //!   search scoring.
 //! * [`general`]: general agent tools (calculator, safe HTTP request, knowledge-base search).
-//! * [`builder`]: builder-agent tools (`get_best_practices`, `submit_discovery_results`).
+//! * [`builder`]: the workflow-builder tools (search_nodes, get_node_details, add_nodes,
+//!   connect_nodes, update_node_parameters, remove_node, remove_connection,
+//!   get_node_parameter, get_best_practices, submit_discovery_results).
+//! * `dsl` (feature `dsl`): registration of all of the above with the `.ag` language.
 //! * [`validate`]: workflow validators (coded structure and configuration rules) and the
 //!   `validate_structure` / `validate_configuration` tools.
 

@@ -329,6 +329,11 @@ async fn http_arguments_and_settings_are_checked() {
     assert_eq!(p.timeout, Duration::from_millis(2500));
     assert_eq!(p.allowed_hosts, vec!["a".to_string()]);
     assert!(!p.allow_private);
+    // Graph files hand every tool a `base_dir`; it is not a typo.
+    let from_graph = HttpPolicy::default()
+        .with_settings(&json!({"base_dir": "/graphs", "max_redirects": 2}))
+        .unwrap();
+    assert_eq!(from_graph.max_redirects, 2);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -29,6 +29,11 @@ use std::sync::Arc;
 /// The environment variable that forces the provider of `auto` model blocks.
 pub const PROVIDER_VAR: &str = "AGENTGRAPH_PROVIDER";
 
+/// A directory where scripted models save their per-thread cursors
+/// (`<dir>/<script file stem>.json`), so a resumed thread continues its script. The CLI sets
+/// it to `<db>/scripted`.
+pub const SCRIPT_STATE_VAR: &str = "AGENTGRAPH_SCRIPT_STATE";
+
 /// A model declaration's options, evaluated.
 struct Options<'a> {
     decl: &'a ModelDecl,
@@ -143,8 +148,17 @@ pub fn build_model(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>,
                     m.name.name
                 )
             })?;
-            let model =
-                ScriptedModel::from_file(base_dir.join(script)).map_err(|e| e.to_string())?;
+            let path = base_dir.join(&script);
+            let mut model = ScriptedModel::from_file(&path).map_err(|e| e.to_string())?;
+            if let Some(dir) = std::env::var_os(SCRIPT_STATE_VAR).filter(|d| !d.is_empty()) {
+                let stem = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "script".into());
+                model = model
+                    .with_state_file(Path::new(&dir).join(format!("{stem}.json")))
+                    .map_err(|e| e.to_string())?;
+            }
             Ok(Arc::new(model))
         }
         other => Err(format!("no model provider `{other}` in this build")),

@@ -106,7 +106,29 @@ pub(crate) async fn run_task(
                 cached: false,
             },
             Err(NodeError::Interrupted(list)) => TaskEnd::Interrupted(list),
-            Err(e) => TaskEnd::Failed(e),
+            Err(NodeError::Cancelled) => TaskEnd::Failed(NodeError::Cancelled),
+            Err(e) => match &options.catch {
+                Some(channel) => {
+                    let code = match &e {
+                        NodeError::Failed { code, .. } => code.clone(),
+                        NodeError::Timeout(_) => Some("TIMEOUT".to_string()),
+                        _ => None,
+                    };
+                    let message = match &e {
+                        NodeError::Failed { message, .. } => message.clone(),
+                        other => other.to_string(),
+                    };
+                    tracing::warn!(error = %e, channel = %channel, "task failed; error caught");
+                    TaskEnd::Done {
+                        update: crate::update::Update::new().set(
+                            channel.clone(),
+                            serde_json::json!({"node": &*ctx.node, "code": code, "message": message}),
+                        ),
+                        cached: false,
+                    }
+                }
+                None => TaskEnd::Failed(e),
+            },
         }
     }
     .instrument(span)

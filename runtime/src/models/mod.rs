@@ -169,6 +169,22 @@ pub struct CallContext {
     pub on_event: Option<Arc<dyn Fn(ModelEvent) + Send + Sync>>,
     /// Aborts the call (and its HTTP request).
     pub cancel: CancellationToken,
+    /// The thread the call belongs to (the scripted model keeps one cursor per thread).
+    pub thread: String,
+}
+
+impl CallContext {
+    /// A context for a call made by `task`: its node, namespace, thread and a child of its
+    /// cancellation token; no streaming.
+    pub fn for_task(task: &crate::TaskContext) -> Self {
+        CallContext {
+            node: task.node().to_string(),
+            ns: task.ns().to_vec(),
+            on_event: None,
+            cancel: task.cancellation().child_token(),
+            thread: task.thread_id().to_string(),
+        }
+    }
 }
 
 /// Why a model call failed.

@@ -13,8 +13,11 @@
 //! ]}
 //! ```
 //!
-//! Responses are consumed in order, one per call, whoever calls. Each names the `node` it is
-//! meant for; a call from another node fails with [`ModelError::Script`] naming both. `ns`
+//! Responses are consumed in order, one per call, whoever calls, with one cursor per thread
+//! (a new thread starts the script from its first response). With
+//! [`ScriptedModel::with_state_file`] the cursors are saved after every call, so a process
+//! that resumes a thread after a crash between steps continues where the last one stopped.
+//! Each response names the `node` it is meant for; a call from another node fails with [`ModelError::Script`] naming both. `ns`
 //! (optional) must be a prefix of the caller's subgraph path joined with `/`. `text`,
 //! `tool_calls`, a call's `id` (default `call_<response>_<call>`) and `usage` (any of
 //! `input_tokens`, `output_tokens`, `cache_read_tokens`, `cache_creation_tokens`) are optional;
@@ -29,7 +32,8 @@ use super::{ToolCall, Usage};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 /// One scripted answer.
@@ -79,7 +83,10 @@ struct Script {
 pub struct ScriptedModel {
     label: String,
     responses: Vec<ScriptedResponse>,
-    next: Mutex<usize>,
+    /// The next response per thread.
+    next: Mutex<HashMap<String, usize>>,
+    /// Where the cursors are saved, if anywhere.
+    state_file: Option<PathBuf>,
 }
 
 impl ScriptedModel {
@@ -115,23 +122,67 @@ impl ScriptedModel {
         Ok(ScriptedModel {
             label,
             responses: script.responses,
-            next: Mutex::new(0),
+            next: Mutex::new(HashMap::new()),
+            state_file: None,
         })
     }
 
-    /// How many responses are left.
-    pub fn remaining(&self) -> usize {
-        self.responses.len().saturating_sub(*self.cursor())
+    /// Keeps the per-thread cursors in `path` (a small JSON file, loaded now when it exists
+    /// and rewritten after every call).
+    pub fn with_state_file(mut self, path: impl Into<PathBuf>) -> Result<Self, ModelError> {
+        let path = path.into();
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let saved: HashMap<String, usize> = serde_json::from_str(&text).map_err(|e| {
+                ModelError::Script(format!(
+                    "scripted model state {} is not a cursor map: {e}",
+                    path.display()
+                ))
+            })?;
+            *self.cursors() = saved;
+        }
+        self.state_file = Some(path);
+        Ok(self)
     }
 
-    fn cursor(&self) -> std::sync::MutexGuard<'_, usize> {
+    /// How many responses are left for the thread that went furthest.
+    pub fn remaining(&self) -> usize {
+        let used = self.cursors().values().copied().max().unwrap_or(0);
+        self.responses.len().saturating_sub(used)
+    }
+
+    /// How many responses are left for `thread`.
+    pub fn remaining_in(&self, thread: &str) -> usize {
+        let used = self.cursors().get(thread).copied().unwrap_or(0);
+        self.responses.len().saturating_sub(used)
+    }
+
+    fn cursors(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
         self.next.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn save(&self, cursors: &HashMap<String, usize>) -> Result<(), ModelError> {
+        let Some(path) = &self.state_file else {
+            return Ok(());
+        };
+        let fail = |e: std::io::Error| {
+            ModelError::Script(format!(
+                "cannot save scripted model state {}: {e}",
+                path.display()
+            ))
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        let tmp = path.with_extension("tmp");
+        let text = serde_json::to_string(cursors).unwrap_or_else(|_| "{}".into());
+        std::fs::write(&tmp, text).map_err(fail)?;
+        std::fs::rename(&tmp, path).map_err(fail)
     }
 
     /// Takes the next response if it is meant for the caller.
     fn take(&self, ctx: &CallContext) -> Result<(usize, ScriptedResponse), ModelError> {
-        let mut next = self.cursor();
-        let i = *next;
+        let mut cursors = self.cursors();
+        let i = cursors.get(&ctx.thread).copied().unwrap_or(0);
         let Some(r) = self.responses.get(i) else {
             return Err(ModelError::Script(format!(
                 "script `{}` ran out: all {} responses were used, and node `{}` asked for \
@@ -160,7 +211,8 @@ impl ScriptedModel {
                 }
             )));
         }
-        *next += 1;
+        cursors.insert(ctx.thread.clone(), i + 1);
+        self.save(&cursors)?;
         Ok((i, r.clone()))
     }
 }
@@ -282,6 +334,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("all 2 responses were used"), "{msg}");
+    }
+
+    #[tokio::test]
+    async fn cursors_are_per_thread_and_survive_a_restart() {
+        let script =
+            json!({"responses": [{"node": "a", "text": "one"}, {"node": "a", "text": "two"}]});
+        let dir = tempfile::tempdir().unwrap();
+        let state = dir.path().join("cursors.json");
+        let on = |thread: &str| CallContext {
+            thread: thread.into(),
+            ..ctx("a")
+        };
+        let m = ScriptedModel::from_json(script.clone())
+            .unwrap()
+            .with_state_file(&state)
+            .unwrap();
+        let req = ModelRequest::default();
+        assert_eq!(m.complete(&req, &on("t1")).await.unwrap().text, "one");
+        assert_eq!(m.complete(&req, &on("t2")).await.unwrap().text, "one");
+        assert_eq!(m.remaining_in("t1"), 1);
+        // A new process with the same state file continues each thread where it stopped.
+        let again = ScriptedModel::from_json(script)
+            .unwrap()
+            .with_state_file(&state)
+            .unwrap();
+        assert_eq!(again.complete(&req, &on("t1")).await.unwrap().text, "two");
+        assert!(again.complete(&req, &on("t1")).await.is_err());
+        assert_eq!(again.complete(&req, &on("t2")).await.unwrap().text, "two");
     }
 
     #[test]

@@ -56,12 +56,7 @@ impl Node for CompactNode {
             .as_deref()
             .and_then(|c| ctx.state().get(c))
             .and_then(Value::as_str);
-        let call_ctx = CallContext {
-            node: ctx.node().to_string(),
-            ns: ctx.ns().to_vec(),
-            on_event: None,
-            cancel: ctx.cancellation().child_token(),
-        };
+        let call_ctx = CallContext::for_task(&ctx);
         let c = compact(
             self.model.as_ref(),
             messages,

@@ -275,10 +275,8 @@ impl LlmNode {
                 None
             };
         let call_ctx = CallContext {
-            node: ctx.node().to_string(),
-            ns: ctx.ns().to_vec(),
             on_event,
-            cancel: ctx.cancellation().child_token(),
+            ..CallContext::for_task(ctx)
         };
         let model = self.model.clone();
         let call = async move {
@@ -340,12 +338,7 @@ impl Node for LlmNode {
         );
         let mut update = Update::new();
         let usage = if let Some((schema, channel)) = &self.structured {
-            let call_ctx = CallContext {
-                node: ctx.node().to_string(),
-                ns: ctx.ns().to_vec(),
-                on_event: None,
-                cancel: ctx.cancellation().child_token(),
-            };
+            let call_ctx = CallContext::for_task(&ctx);
             let out = complete_structured(self.model.as_ref(), &req, schema, &call_ctx)
                 .await
                 .map_err(|e| match e {

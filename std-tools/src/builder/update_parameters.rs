@@ -324,12 +324,7 @@ impl Tool for UpdateNodeParameters {
             "title": format!("Updating parameters of \"{}\"", node.name)
         }))
         .await;
-        let call_ctx = CallContext {
-            node: ctx.node().to_string(),
-            ns: ctx.ns().to_vec(),
-            on_event: None,
-            cancel: ctx.cancellation().clone(),
-        };
+        let call_ctx = CallContext::for_task(ctx);
         let answer = complete_structured(model.as_ref(), &req, &answer_schema(), &call_ctx)
             .await
             .map_err(|e| {

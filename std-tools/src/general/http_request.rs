@@ -71,6 +71,9 @@ impl Default for HttpPolicy {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct PolicySettings {
+    /// Added by the DSL to every settings object (the graph file's folder); unused here.
+    #[serde(default, rename = "base_dir")]
+    _base_dir: Option<String>,
     allow_private: Option<bool>,
     allowed_hosts: Option<Vec<String>>,
     max_redirects: Option<usize>,
