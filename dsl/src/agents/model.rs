@@ -85,8 +85,44 @@ pub fn auto_provider(lookup: impl Fn(&str) -> Option<String>) -> Result<&'static
         .into())
 }
 
-/// Builds the model a `model` declaration describes.
+/// The model a `model` declaration describes. Declarations with the same provider, options and
+/// folder share one instance in a process (so the nodes of a graph, and the graphs of a
+/// multi-graph project, share one HTTP client, and one scripted model plays one script).
 pub fn build_model(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>, String> {
+    static MODELS: std::sync::OnceLock<
+        std::sync::Mutex<std::collections::HashMap<String, Arc<dyn ChatModel>>>,
+    > = std::sync::OnceLock::new();
+    let opts = Options { decl: m };
+    let mut evaluated = serde_json::Map::new();
+    for (key, _) in &m.options.entries {
+        evaluated.insert(
+            key.name.clone(),
+            opts.get(&key.name)?.unwrap_or(Value::Null),
+        );
+    }
+    let provider = match m.provider.name.as_str() {
+        "auto" => auto_provider(env)?.to_string(),
+        p => p.to_string(),
+    };
+    let key = format!(
+        "{}|{provider}|{}|{:?}",
+        base_dir.display(),
+        Value::Object(evaluated),
+        std::env::var_os(SCRIPT_STATE_VAR)
+    );
+    let cache = MODELS.get_or_init(Default::default);
+    if let Some(m) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(m.clone());
+    }
+    let model = build_new(m, base_dir)?;
+    cache
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(key, model.clone());
+    Ok(model)
+}
+
+fn build_new(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>, String> {
     let opts = Options { decl: m };
     let (provider, model_name) = match m.provider.name.as_str() {
         "auto" => {

@@ -21,7 +21,10 @@
 //! (optional) must be a prefix of the caller's subgraph path joined with `/`. `text`,
 //! `tool_calls`, a call's `id` (default `call_<response>_<call>`) and `usage` (any of
 //! `input_tokens`, `output_tokens`, `cache_read_tokens`, `cache_creation_tokens`) are optional;
-//! `stop_reason` defaults to `tool_use` when there are tool calls, else `end_turn`. When every
+//! `stop_reason` defaults to `tool_use` when there are tool calls, else `end_turn`. A response
+//! may carry `"match": "text"`: it is then only given to a request that contains the text, and
+//! consecutive responses with `match` may be used in any order (for calls made concurrently,
+//! such as parallel tool calls that call the model themselves). When every
 //! response has been used, the next call fails with [`ModelError::Script`] saying so.
 //!
 //! The text streams through [`CallContext::on_event`] word by word, and each tool call as one
@@ -32,7 +35,7 @@ use super::{ToolCall, Usage};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -51,6 +54,10 @@ struct ScriptedResponse {
     usage: ScriptedUsage,
     #[serde(default)]
     stop_reason: Option<String>,
+    /// Text the request must contain; consecutive responses with `match` may be used in any
+    /// order (concurrent callers, such as parallel tool calls that call a model).
+    #[serde(default, rename = "match")]
+    matches: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -83,8 +90,8 @@ struct Script {
 pub struct ScriptedModel {
     label: String,
     responses: Vec<ScriptedResponse>,
-    /// The next response per thread.
-    next: Mutex<HashMap<String, usize>>,
+    /// The responses used so far, per thread.
+    next: Mutex<HashMap<String, BTreeSet<usize>>>,
     /// Where the cursors are saved, if anywhere.
     state_file: Option<PathBuf>,
 }
@@ -132,12 +139,13 @@ impl ScriptedModel {
     pub fn with_state_file(mut self, path: impl Into<PathBuf>) -> Result<Self, ModelError> {
         let path = path.into();
         if let Ok(text) = std::fs::read_to_string(&path) {
-            let saved: HashMap<String, usize> = serde_json::from_str(&text).map_err(|e| {
-                ModelError::Script(format!(
-                    "scripted model state {} is not a cursor map: {e}",
-                    path.display()
-                ))
-            })?;
+            let saved: HashMap<String, BTreeSet<usize>> =
+                serde_json::from_str(&text).map_err(|e| {
+                    ModelError::Script(format!(
+                        "scripted model state {} is not a cursor map: {e}",
+                        path.display()
+                    ))
+                })?;
             *self.cursors() = saved;
         }
         self.state_file = Some(path);
@@ -146,21 +154,26 @@ impl ScriptedModel {
 
     /// How many responses are left for the thread that went furthest.
     pub fn remaining(&self) -> usize {
-        let used = self.cursors().values().copied().max().unwrap_or(0);
+        let used = self
+            .cursors()
+            .values()
+            .map(BTreeSet::len)
+            .max()
+            .unwrap_or(0);
         self.responses.len().saturating_sub(used)
     }
 
     /// How many responses are left for `thread`.
     pub fn remaining_in(&self, thread: &str) -> usize {
-        let used = self.cursors().get(thread).copied().unwrap_or(0);
+        let used = self.cursors().get(thread).map(BTreeSet::len).unwrap_or(0);
         self.responses.len().saturating_sub(used)
     }
 
-    fn cursors(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+    fn cursors(&self) -> std::sync::MutexGuard<'_, HashMap<String, BTreeSet<usize>>> {
         self.next.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn save(&self, cursors: &HashMap<String, usize>) -> Result<(), ModelError> {
+    fn save(&self, cursors: &HashMap<String, BTreeSet<usize>>) -> Result<(), ModelError> {
         let Some(path) = &self.state_file else {
             return Ok(());
         };
@@ -180,10 +193,20 @@ impl ScriptedModel {
     }
 
     /// Takes the next response if it is meant for the caller.
-    fn take(&self, ctx: &CallContext) -> Result<(usize, ScriptedResponse), ModelError> {
+    fn for_caller(r: &ScriptedResponse, ctx: &CallContext) -> bool {
+        let caller_ns = ctx.ns.join("/");
+        r.node == ctx.node && r.ns.as_deref().is_none_or(|p| caller_ns.starts_with(p))
+    }
+
+    /// Takes the next response if it is meant for the caller (see the module docs).
+    fn take(
+        &self,
+        ctx: &CallContext,
+        req: &ModelRequest,
+    ) -> Result<(usize, ScriptedResponse), ModelError> {
         let mut cursors = self.cursors();
-        let i = cursors.get(&ctx.thread).copied().unwrap_or(0);
-        let Some(r) = self.responses.get(i) else {
+        let used = cursors.entry(ctx.thread.clone()).or_default();
+        let Some(i) = (0..self.responses.len()).find(|i| !used.contains(i)) else {
             return Err(ModelError::Script(format!(
                 "script `{}` ran out: all {} responses were used, and node `{}` asked for \
                  another; add a response for it",
@@ -192,9 +215,32 @@ impl ScriptedModel {
                 ctx.node
             )));
         };
-        let caller_ns = ctx.ns.join("/");
-        let ns_ok = r.ns.as_deref().is_none_or(|p| caller_ns.starts_with(p));
-        if r.node != ctx.node || !ns_ok {
+        let r = &self.responses[i];
+        let chosen = if r.matches.is_some() {
+            // A group of consecutive `match` responses: the first unused one for this caller
+            // whose text the request contains.
+            let text = serde_json::to_string(req).unwrap_or_default();
+            (i..self.responses.len())
+                .take_while(|j| self.responses[*j].matches.is_some())
+                .filter(|j| !used.contains(j))
+                .find(|j| {
+                    let c = &self.responses[*j];
+                    Self::for_caller(c, ctx)
+                        && c.matches.as_deref().is_some_and(|m| text.contains(m))
+                })
+                .ok_or_else(|| {
+                    ModelError::Script(format!(
+                        "no pending response of script `{}` from #{} on matches the request of \
+                         node `{}` (each has a `match` text the request must contain)",
+                        self.label,
+                        i + 1,
+                        ctx.node
+                    ))
+                })?
+        } else if Self::for_caller(r, ctx) {
+            i
+        } else {
+            let caller_ns = ctx.ns.join("/");
             return Err(ModelError::Script(format!(
                 "response #{} of script `{}` is for node `{}`{}, but node `{}`{} called",
                 i + 1,
@@ -210,10 +256,11 @@ impl ScriptedModel {
                     format!(" in namespace `{caller_ns}`")
                 }
             )));
-        }
-        cursors.insert(ctx.thread.clone(), i + 1);
+        };
+        used.insert(chosen);
+        let response = self.responses[chosen].clone();
         self.save(&cursors)?;
-        Ok((i, r.clone()))
+        Ok((chosen, response))
     }
 }
 
@@ -225,13 +272,13 @@ impl ChatModel for ScriptedModel {
 
     async fn complete(
         &self,
-        _req: &ModelRequest,
+        req: &ModelRequest,
         ctx: &CallContext,
     ) -> Result<ModelResponse, ModelError> {
         if ctx.cancel.is_cancelled() {
             return Err(ModelError::Cancelled);
         }
-        let (index, r) = self.take(ctx)?;
+        let (index, r) = self.take(ctx, req)?;
         let tool_calls: Vec<ToolCall> = r
             .tool_calls
             .iter()
@@ -362,6 +409,29 @@ mod tests {
         assert_eq!(again.complete(&req, &on("t1")).await.unwrap().text, "two");
         assert!(again.complete(&req, &on("t1")).await.is_err());
         assert_eq!(again.complete(&req, &on("t2")).await.unwrap().text, "two");
+    }
+
+    #[tokio::test]
+    async fn matching_responses_serve_concurrent_callers_in_any_order() {
+        let m = ScriptedModel::from_json(json!({"responses": [
+            {"node": "tools", "match": "node A", "text": "for A"},
+            {"node": "tools", "match": "node B", "text": "for B"},
+            {"node": "agent", "text": "done"}
+        ]}))
+        .unwrap();
+        let ask = |who: &str| ModelRequest {
+            messages: vec![json!({"type": "human", "content": format!("update node {who}")})],
+            ..Default::default()
+        };
+        let r = m.complete(&ask("B"), &ctx("tools")).await.unwrap();
+        assert_eq!(r.text, "for B");
+        assert!(m.complete(&ask("C"), &ctx("tools")).await.is_err());
+        assert_eq!(
+            m.complete(&ask("A"), &ctx("tools")).await.unwrap().text,
+            "for A"
+        );
+        let r = m.complete(&ModelRequest::default(), &ctx("agent")).await;
+        assert_eq!(r.unwrap().text, "done");
     }
 
     #[test]

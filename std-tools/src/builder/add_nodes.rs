@@ -158,7 +158,7 @@ impl Tool for AddNodes {
             })
             .unwrap_or_else(|| desc.display_name.clone());
         let name = wf.unique_name(&base);
-        let id = uuid::Uuid::new_v4().to_string();
+        let id = node_id(ctx);
         let node =
             WorkflowNode::new(&id, &name, &desc.name, version, position).with_parameters(params);
         let mut message = format!(
@@ -185,4 +185,19 @@ impl Tool for AddNodes {
             &[Operation::AddNodes { nodes: vec![node] }],
         ))
     }
+}
+
+/// A node id in n8n's uuid form. Inside a run it is derived from the thread and the tool
+/// call's task id, so a step re-run after a crash adds the same node again (the addNodes
+/// operation then upserts it) instead of a second copy; outside a run it is random.
+fn node_id(ctx: &ToolContext) -> String {
+    if ctx.thread_id().is_empty() {
+        return uuid::Uuid::new_v4().to_string();
+    }
+    let hex = agentgraph_runtime::stable_id(&[ctx.thread_id(), ctx.task_id(), "node"]);
+    let bits = u128::from_str_radix(&hex, 16)
+        .unwrap_or_else(|_| u128::from(agentgraph_runtime::fnv1a64(hex.as_bytes())));
+    uuid::Builder::from_random_bytes(bits.to_be_bytes())
+        .into_uuid()
+        .to_string()
 }
