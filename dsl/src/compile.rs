@@ -124,7 +124,9 @@ pub fn compile_graph(
         };
         if let Some(NodeKind::Subgraph(r)) = &n.kind {
             match subgraphs.resolve(r, base_dir) {
-                Ok(child) => b = b.subgraph(n.name.name.clone(), subgraph_node(n, child)),
+                Ok(child) => {
+                    b = b.subgraph_with(n.name.name.clone(), subgraph_node(n, child), options)
+                }
                 Err(e) => errs.push(e),
             }
             continue;

@@ -137,6 +137,13 @@ pub const FUNCTIONS: &[FunctionSpec] = &[
         doc: "whether a message has tool calls",
     },
     FunctionSpec {
+        name: "tool_called",
+        min: 2,
+        max: 2,
+        returns: t_bool,
+        doc: "whether a message list holds a result of the named tool (a tool message)",
+    },
+    FunctionSpec {
         name: "env",
         min: 1,
         max: 2,
@@ -282,6 +289,17 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
                 .and_then(Value::as_array)
                 .is_some_and(|c| !c.is_empty()),
         ),
+        "tool_called" => {
+            let tool = args[1].as_str().ok_or_else(|| bad(name, args))?;
+            Value::Bool(match a0 {
+                Value::Array(ms) => ms.iter().any(|m| {
+                    m.get("type").and_then(Value::as_str) == Some("tool")
+                        && m.get("name").and_then(Value::as_str) == Some(tool)
+                }),
+                Value::Null => false,
+                _ => return Err(bad(name, args)),
+            })
+        }
         "env" => {
             let key = a0.as_str().ok_or_else(|| bad(name, args))?;
             match std::env::var(key) {

@@ -300,14 +300,24 @@ impl GraphBuilder {
     }
 
     /// Adds a node that runs another graph (see [`crate::subgraph::Subgraph`]).
-    pub fn subgraph(mut self, name: impl Into<String>, sub: crate::subgraph::Subgraph) -> Self {
+    pub fn subgraph(self, name: impl Into<String>, sub: crate::subgraph::Subgraph) -> Self {
+        self.subgraph_with(name, sub, NodeOptions::default())
+    }
+
+    /// [`GraphBuilder::subgraph`] with options (retry, timeout, an error boundary).
+    pub fn subgraph_with(
+        mut self,
+        name: impl Into<String>,
+        sub: crate::subgraph::Subgraph,
+        options: NodeOptions,
+    ) -> Self {
         let graph = sub.graph().clone();
         let name = name.into();
         self.nodes.push(NodeEntry {
             label: Arc::from(name.as_str()),
             name,
             node: Arc::new(sub),
-            options: NodeOptions::default(),
+            options,
             subgraph: Some(graph),
         });
         self
