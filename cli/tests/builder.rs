@@ -1,0 +1,218 @@
+//! The workflow builder end to end with the scripted model, through the CLI and through the
+//! Rust API, on the real n8n catalogue (`../shared/data/n8n`; the tests skip with a printed
+//! reason without it).
+//!
+//! Each folder of `tests/scenarios/` holds one prompt: `expect.json` (the prompt, the node
+//! types and the typed connections the final workflow must have) and one script per
+//! architecture (`single.json`, `multi.json`). The final workflow must also pass every check
+//! of validate_structure and validate_configuration (no finding at all).
+
+use agentgraph_runtime::{Input, RunConfig};
+use agentgraph_std_tools::catalogue::Catalogue;
+use agentgraph_std_tools::validate::validate;
+use agentgraph_std_tools::workflow::Workflow;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn catalogue_dir() -> Option<PathBuf> {
+    let dir = root().join("../shared/data/n8n");
+    dir.join("n8n-nodes-base/nodes.json").exists().then_some(dir)
+}
+
+fn catalogue() -> Option<Arc<Catalogue>> {
+    static C: OnceLock<Option<Arc<Catalogue>>> = OnceLock::new();
+    C.get_or_init(|| {
+        catalogue_dir().map(|d| Arc::new(Catalogue::load_n8n_dir(d).expect("the catalogue loads")))
+    })
+    .clone()
+}
+
+fn scenarios() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("tests/scenarios"))
+        .expect("tests/scenarios exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("expect.json").exists())
+        .collect();
+    dirs.sort();
+    dirs
+}
+
+fn graph(arch: &str) -> PathBuf {
+    root().join(format!("graphs/workflow-builder/{arch}-agent.ag"))
+}
+
+fn read_json(p: &Path) -> Value {
+    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// Checks a final workflow against a scenario's expectations; returns the problems.
+fn check(scenario: &Path, arch: &str, workflow: &Value) -> Vec<String> {
+    let expect = read_json(&scenario.join("expect.json"));
+    let name = scenario.file_name().unwrap().to_string_lossy().into_owned();
+    let mut problems = Vec::new();
+    let wf = match Workflow::from_value_ref(workflow) {
+        Ok(w) => w,
+        Err(e) => return vec![format!("{name}/{arch}: not a workflow: {e}")],
+    };
+    if let Some(n) = expect.get("name").and_then(Value::as_str) {
+        if wf.name.as_deref() != Some(n) {
+            problems.push(format!("{name}/{arch}: name {:?}, expected {n:?}", wf.name));
+        }
+    }
+    let mut types: Vec<String> = wf.nodes.iter().map(|n| n.node_type.clone()).collect();
+    types.sort();
+    let mut want: Vec<String> = serde_json::from_value(expect["nodes"].clone()).unwrap();
+    want.sort();
+    if types != want {
+        problems.push(format!("{name}/{arch}: node types {types:?}, expected {want:?}"));
+    }
+    let type_of: BTreeMap<&str, &str> = wf
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.node_type.as_str()))
+        .collect();
+    let mut edges: Vec<[String; 3]> = wf
+        .edges()
+        .iter()
+        .map(|e| {
+            [
+                type_of.get(e.source.as_str()).unwrap_or(&"?").to_string(),
+                e.kind.clone(),
+                type_of.get(e.target.node.as_str()).unwrap_or(&"?").to_string(),
+            ]
+        })
+        .collect();
+    edges.sort();
+    let mut want_edges: Vec<[String; 3]> =
+        serde_json::from_value(expect["connections"].clone()).unwrap();
+    want_edges.sort();
+    if edges != want_edges {
+        problems.push(format!(
+            "{name}/{arch}: connections {edges:?}, expected {want_edges:?}"
+        ));
+    }
+    if let Some(c) = catalogue() {
+        let report = validate(&wf, &c);
+        if !report.findings.is_empty() {
+            problems.push(format!(
+                "{name}/{arch}: validation findings:\n{}",
+                report.render_text("  ")
+            ));
+        }
+    }
+    problems
+}
+
+fn prompt(scenario: &Path) -> String {
+    read_json(&scenario.join("expect.json"))["prompt"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn human(text: &str) -> Value {
+    json!({"messages": [{"type": "human", "content": text}]})
+}
+
+/// Runs one turn through the CLI; returns the final state.
+fn cli_turn(db: &Path, arch: &str, scripts: &Path, thread: &str, text: &str) -> Value {
+    let cat = catalogue_dir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+        .arg("--db")
+        .arg(db)
+        .arg("run")
+        .arg(graph(arch))
+        .args(["--thread", thread, "--json", "--input", &human(text).to_string()])
+        .env("AGENTGRAPH_PROVIDER", "scripted")
+        .env("AGENTGRAPH_SCRIPT_DIR", scripts)
+        .env("AGENTGRAPH_N8N_CATALOGUE", cat)
+        .env_remove("AGENTGRAPH_SCRIPT_STATE")
+        .output()
+        .expect("the agentgraph binary runs");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "{arch} on {}: exit {:?}\n{}\n{}",
+        scripts.display(),
+        o.status.code(),
+        stdout,
+        String::from_utf8_lossy(&o.stderr)
+    );
+    serde_json::from_str(stdout.lines().rev().find(|l| !l.is_empty()).unwrap_or("null"))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn every_scenario_through_the_cli_on_both_architectures() {
+    if catalogue_dir().is_none() {
+        eprintln!("skipped: ../shared/data/n8n (the real n8n catalogue) is absent");
+        return;
+    }
+    let mut problems = Vec::new();
+    let mut ran = 0;
+    for s in scenarios() {
+        for arch in ["single", "multi"] {
+            if !s.join(format!("{arch}.json")).exists() {
+                problems.push(format!("{}: no {arch}.json", s.display()));
+                continue;
+            }
+            let db = tempfile::tempdir().unwrap();
+            let out = cli_turn(db.path(), arch, &s, "t", &prompt(&s));
+            problems.extend(check(&s, arch, &out["workflow"]));
+            ran += 1;
+        }
+    }
+    assert!(ran >= 2, "no scenario ran");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Graph compilation reads `AGENTGRAPH_SCRIPT_DIR`: tests that set it take turns.
+static ENV: Mutex<()> = Mutex::new(());
+
+/// Compiles a builder graph with the scripts of `scenario`, through the Rust API.
+fn compile(arch: &str, scripts: &Path) -> agentgraph_runtime::CompiledGraph {
+    let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("AGENTGRAPH_PROVIDER", "scripted");
+    std::env::set_var("AGENTGRAPH_SCRIPT_DIR", scripts);
+    std::env::remove_var("AGENTGRAPH_SCRIPT_STATE");
+    let mut reg = agentgraph_dsl::Registry::default();
+    agentgraph_std_tools::dsl::register(&mut reg, catalogue().unwrap());
+    let project = agentgraph_dsl::Project::load(graph(arch)).expect("the graph loads");
+    let g = project
+        .compile(&reg)
+        .unwrap_or_else(|d| panic!("{arch}: {d:?}"));
+    std::env::remove_var("AGENTGRAPH_SCRIPT_DIR");
+    g.with_checkpointer(Arc::new(agentgraph_runtime::MemoryCheckpointer::new()))
+}
+
+#[tokio::test]
+async fn every_scenario_through_the_rust_api_on_both_architectures() {
+    if catalogue().is_none() {
+        eprintln!("skipped: ../shared/data/n8n (the real n8n catalogue) is absent");
+        return;
+    }
+    let mut problems = Vec::new();
+    for s in scenarios() {
+        for arch in ["single", "multi"] {
+            if !s.join(format!("{arch}.json")).exists() {
+                continue;
+            }
+            let g = compile(arch, &s);
+            let thread = format!("api-{}-{arch}", s.file_name().unwrap().to_string_lossy());
+            let out = g
+                .invoke(Input::values(human(&prompt(&s))), RunConfig::thread(thread))
+                .await
+                .unwrap_or_else(|e| panic!("{}/{arch}: {e}", s.display()));
+            problems.extend(check(&s, arch, &out.values["workflow"]));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
