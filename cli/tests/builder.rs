@@ -23,7 +23,9 @@ fn root() -> PathBuf {
 
 fn catalogue_dir() -> Option<PathBuf> {
     let dir = root().join("../shared/data/n8n");
-    dir.join("n8n-nodes-base/nodes.json").exists().then_some(dir)
+    dir.join("n8n-nodes-base/nodes.json")
+        .exists()
+        .then_some(dir)
 }
 
 fn catalogue() -> Option<Arc<Catalogue>> {
@@ -72,7 +74,9 @@ fn check(scenario: &Path, arch: &str, workflow: &Value) -> Vec<String> {
     let mut want: Vec<String> = serde_json::from_value(expect["nodes"].clone()).unwrap();
     want.sort();
     if types != want {
-        problems.push(format!("{name}/{arch}: node types {types:?}, expected {want:?}"));
+        problems.push(format!(
+            "{name}/{arch}: node types {types:?}, expected {want:?}"
+        ));
     }
     let type_of: BTreeMap<&str, &str> = wf
         .nodes
@@ -86,7 +90,10 @@ fn check(scenario: &Path, arch: &str, workflow: &Value) -> Vec<String> {
             [
                 type_of.get(e.source.as_str()).unwrap_or(&"?").to_string(),
                 e.kind.clone(),
-                type_of.get(e.target.node.as_str()).unwrap_or(&"?").to_string(),
+                type_of
+                    .get(e.target.node.as_str())
+                    .unwrap_or(&"?")
+                    .to_string(),
             ]
         })
         .collect();
@@ -130,7 +137,13 @@ fn cli_turn(db: &Path, arch: &str, scripts: &Path, thread: &str, text: &str) -> 
         .arg(db)
         .arg("run")
         .arg(graph(arch))
-        .args(["--thread", thread, "--json", "--input", &human(text).to_string()])
+        .args([
+            "--thread",
+            thread,
+            "--json",
+            "--input",
+            &human(text).to_string(),
+        ])
         .env("AGENTGRAPH_PROVIDER", "scripted")
         .env("AGENTGRAPH_SCRIPT_DIR", scripts)
         .env("AGENTGRAPH_N8N_CATALOGUE", cat)
@@ -146,8 +159,14 @@ fn cli_turn(db: &Path, arch: &str, scripts: &Path, thread: &str, text: &str) -> 
         stdout,
         String::from_utf8_lossy(&o.stderr)
     );
-    serde_json::from_str(stdout.lines().rev().find(|l| !l.is_empty()).unwrap_or("null"))
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    serde_json::from_str(
+        stdout
+            .lines()
+            .rev()
+            .find(|l| !l.is_empty())
+            .unwrap_or("null"),
+    )
+    .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
 }
 
 #[test]
@@ -215,4 +234,76 @@ async fn every_scenario_through_the_rust_api_on_both_architectures() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[tokio::test]
+async fn a_failing_phase_is_explained_by_the_responder() {
+    if catalogue().is_none() {
+        eprintln!("skipped: ../shared/data/n8n (the real n8n catalogue) is absent");
+        return;
+    }
+    // The builder's model call fails (its script answer is meant for another node): the error
+    // boundary catches it, the coordination log records it, and the responder answers.
+    let fixture = root().join("cli/tests/fixtures/phase-error");
+    let g = compile("multi", &fixture);
+    let out = g
+        .invoke(
+            Input::values(human("Every Monday, summarize my unread Gmail")),
+            RunConfig::thread("phase-error"),
+        )
+        .await
+        .expect("the run ends normally despite the failed phase");
+    let state = g.get_state("phase-error", None).await.unwrap().unwrap();
+    let log = state.values["coordination_log"].clone();
+    let entries = log.as_array().unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["phase"] == "builder" && e["status"] == "error"),
+        "{log}"
+    );
+    assert_eq!(state.values["error"]["node"], "builder");
+    let messages = out.values["messages"].as_array().unwrap();
+    let answer = messages.last().unwrap();
+    assert_eq!(answer["type"], "ai");
+    assert!(answer["content"]
+        .as_str()
+        .unwrap()
+        .contains("builder step failed"));
+    // Nothing half-built leaked into the workflow.
+    assert_eq!(out.values["workflow"]["nodes"], json!([]));
+}
+
+#[tokio::test]
+async fn both_architectures_share_one_state_schema() {
+    if catalogue().is_none() {
+        eprintln!("skipped: ../shared/data/n8n (the real n8n catalogue) is absent");
+        return;
+    }
+    let dir = root().join("tests/scenarios/weekly-email-summary");
+    let single = compile("single", &dir);
+    let multi = compile("multi", &dir);
+    assert_eq!(single.schema().version(), multi.schema().version());
+    // One thread: a turn with the single agent, then one with the multi-agent graph, which
+    // sees the first turn's messages and workflow.
+    let store = Arc::new(agentgraph_runtime::MemoryCheckpointer::new());
+    let single = single.with_checkpointer(store.clone());
+    let multi = multi.with_checkpointer(store);
+    single
+        .invoke(
+            Input::values(human(&prompt(&dir))),
+            RunConfig::thread("swap"),
+        )
+        .await
+        .unwrap();
+    let before = single
+        .get_state("swap", None)
+        .await
+        .unwrap()
+        .unwrap()
+        .values;
+    assert_eq!(before["workflow"]["nodes"].as_array().unwrap().len(), 6);
+    let state = multi.get_state("swap", None).await.unwrap().unwrap();
+    assert_eq!(state.values["workflow"], before["workflow"]);
+    assert_eq!(state.values["messages"], before["messages"]);
 }
