@@ -347,6 +347,50 @@ pub fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
+/// The setters both HTTP providers share: `with_base_url`, `with_temperature`,
+/// `with_http_options`, `with_retry_policy` (the type needs `base_url: String`,
+/// `temperature: Option<f64>` and `http: HttpClient` fields).
+macro_rules! http_model_setters {
+    ($model:ty) => {
+        impl $model {
+            /// Uses another endpoint, including its version path where the API has one
+            /// (e.g. `http://localhost:11434/v1` for an OpenAI-compatible server).
+            pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+                self.base_url = url.into().trim_end_matches('/').to_string();
+                self
+            }
+
+            /// Sets the default temperature (a request's own temperature wins).
+            pub fn with_temperature(mut self, temperature: f64) -> Self {
+                self.temperature = Some(temperature);
+                self
+            }
+
+            /// Replaces the timeouts and retry policy.
+            pub fn with_http_options(
+                mut self,
+                options: $crate::models::http::HttpOptions,
+            ) -> Result<Self, $crate::models::ModelError> {
+                self.http = $crate::models::http::HttpClient::new(options)?;
+                Ok(self)
+            }
+
+            /// Replaces the retry policy, keeping the timeouts.
+            pub fn with_retry_policy(
+                self,
+                retry: $crate::RetryPolicy,
+            ) -> Result<Self, $crate::models::ModelError> {
+                let options = $crate::models::http::HttpOptions {
+                    retry,
+                    ..self.http.options().clone()
+                };
+                self.with_http_options(options)
+            }
+        }
+    };
+}
+pub(crate) use http_model_setters;
+
 #[cfg(test)]
 mod tests {
     use super::*;

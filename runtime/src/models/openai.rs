@@ -7,7 +7,6 @@ use super::{
     CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolCall,
     ToolChoice,
 };
-use crate::retry::RetryPolicy;
 use async_trait::async_trait;
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -26,6 +25,8 @@ pub struct OpenAiModel {
     temperature: Option<f64>,
     http: HttpClient,
 }
+
+super::http::http_model_setters!(OpenAiModel);
 
 impl std::fmt::Debug for OpenAiModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -77,37 +78,10 @@ impl OpenAiModel {
         Ok(Self::new(model, key)?.with_base_url(base))
     }
 
-    /// Uses another endpoint, including its version path (e.g. `http://localhost:11434/v1`).
-    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
-        self.base_url = url.into().trim_end_matches('/').to_string();
-        self
-    }
-
     /// Sets the default output limit (a request's own limit wins).
     pub fn with_max_tokens(mut self, max_tokens: u32) -> Self {
         self.max_tokens = Some(max_tokens);
         self
-    }
-
-    /// Sets the default temperature (a request's own temperature wins).
-    pub fn with_temperature(mut self, temperature: f64) -> Self {
-        self.temperature = Some(temperature);
-        self
-    }
-
-    /// Replaces the timeouts and retry policy.
-    pub fn with_http_options(mut self, options: HttpOptions) -> Result<Self, ModelError> {
-        self.http = HttpClient::new(options)?;
-        Ok(self)
-    }
-
-    /// Replaces the retry policy, keeping the timeouts.
-    pub fn with_retry_policy(self, retry: RetryPolicy) -> Result<Self, ModelError> {
-        let options = HttpOptions {
-            retry,
-            ..self.http.options().clone()
-        };
-        self.with_http_options(options)
     }
 
     /// The request body for `req` (streaming, usage included).
