@@ -2,6 +2,7 @@
 //! them, validate n8n workflow files. Exit codes: 0 done, 1 run failed, 2 bad usage or a DSL
 //! error, 3 stopped at an interrupt.
 
+mod chat;
 mod graph;
 mod inspect;
 mod live;
@@ -155,6 +156,23 @@ enum Cmd {
         #[arg(long)]
         catalogue: Option<PathBuf>,
     },
+    /// An interactive session with the workflow builder: one line of stdin per turn, tool
+    /// progress and the answer streamed live, the workflow shown after each turn; `/graph
+    /// single|multi|PATH`, `/undo`, `/compact`, `/clear`, `/quit`.
+    Chat {
+        #[command(flatten)]
+        opts: chat::ChatOpts,
+    },
+    /// Serve the graphs of a folder over HTTP with SSE events (see docs/serve.md): runs,
+    /// replayable events, resume, cancel, state, history, threads.
+    Serve {
+        /// The folder holding the graph files runs may name.
+        #[arg(long, default_value = "graphs")]
+        graphs: PathBuf,
+        /// The address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8080")]
+        addr: std::net::SocketAddr,
+    },
     /// Draw a graph as a diagram.
     Viz {
         /// The graph file.
@@ -233,7 +251,23 @@ async fn dispatch(cli: Cli) -> u8 {
         Cmd::Prune { thread, keep } => inspect::prune(&ctx, thread, keep).await,
         Cmd::Check { graph } => graph::check(&ctx, &graph),
         Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
+        Cmd::Chat { opts } => chat::chat(&ctx, opts).await,
         Cmd::Viz { graph, format } => graph::viz(&graph, &format),
+        Cmd::Serve { graphs, addr } => serve(&ctx, graphs, addr).await,
         Cmd::Validate { file, catalogue } => validate::validate(&file, catalogue, ctx.json),
+    }
+}
+
+/// `agentgraph serve`: until Ctrl-C, then a graceful shutdown (running runs checkpoint).
+async fn serve(ctx: &graph::Ctx, graphs: PathBuf, addr: std::net::SocketAddr) -> u8 {
+    let mut config = agentgraph_server::ServerConfig::new(graphs, ctx.db.clone()).addr(addr);
+    config.registry = std::sync::Arc::new(graph::registry);
+    eprintln!("serving on http://{addr} (Ctrl-C stops)");
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    match agentgraph_server::serve(config, shutdown).await {
+        Ok(()) => exit::DONE,
+        Err(e) => graph::fail(e, exit::FAILED),
     }
 }

@@ -133,7 +133,27 @@ pub fn compile_graph(
         }
         match build_node(n, g, reg, base_dir, prompts) {
             Ok(node) => b = b.node_with(n.name.name.clone(), node, options),
-            Err(e) => errs.push(e),
+            Err(e) => {
+                // Several nodes failing for one reason (a model without a provider, say)
+                // give one diagnostic that names them all.
+                let reason = e.message.split_once("could not be built: ").map(|(_, r)| r);
+                let same = errs.iter_mut().find(|d| {
+                    d.code == e.code
+                        && d.message.split_once("could not be built: ").map(|(_, r)| r) == reason
+                });
+                match (reason, same) {
+                    (Some(r), Some(first)) => {
+                        let head = first
+                            .message
+                            .split_once(" could not be built: ")
+                            .map(|(h, _)| h.to_string())
+                            .unwrap_or_default();
+                        first.message =
+                            format!("{head}, `{}` could not be built: {r}", n.name.name);
+                    }
+                    _ => errs.push(e),
+                }
+            }
         }
     }
     for item in &g.items {

@@ -34,7 +34,69 @@ pub trait KvStore: Send + Sync + 'static {
     async fn flush(&self) -> Result<(), CheckpointError>;
 }
 
-/// A [`Checkpointer`] over a [`KvStore`].
+/// The visitor of [`AsyncKvStore::scan_async`]: called with each key and value, returns whether
+/// to go on.
+pub type KvVisitor<'a> = dyn FnMut(&[u8], &[u8]) -> bool + Send + 'a;
+
+/// The asynchronous form of [`KvStore`], which [`KvCheckpointer`] is written against: a store
+/// behind a network round trip (PostgreSQL) implements this one directly, while every
+/// synchronous [`KvStore`] (memory, sled) gets it through the blanket impl below, unchanged.
+///
+/// The contract is the same as [`KvStore`]'s: keys are compared as unsigned bytes, `scan`
+/// visits `[start, end)` in key order (or reverse) until `visit` returns false, and `apply`
+/// is atomic (deletes first, then puts, so a key both deleted and put ends up put).
+#[async_trait]
+pub trait AsyncKvStore: Send + Sync + 'static {
+    /// One value.
+    async fn get_async(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CheckpointError>;
+    /// Visits keys in `[start, end)` in order (or reverse order) until `visit` returns false.
+    async fn scan_async(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        reverse: bool,
+        visit: &mut KvVisitor<'_>,
+    ) -> Result<(), CheckpointError>;
+    /// Applies puts and deletes atomically.
+    async fn apply_async(
+        &self,
+        puts: Vec<(Vec<u8>, Vec<u8>)>,
+        deletes: Vec<Vec<u8>>,
+    ) -> Result<(), CheckpointError>;
+    /// Makes every applied batch durable.
+    async fn flush_async(&self) -> Result<(), CheckpointError>;
+}
+
+#[async_trait]
+impl<T: KvStore> AsyncKvStore for T {
+    async fn get_async(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CheckpointError> {
+        KvStore::get(self, key)
+    }
+
+    async fn scan_async(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        reverse: bool,
+        visit: &mut KvVisitor<'_>,
+    ) -> Result<(), CheckpointError> {
+        KvStore::scan(self, start, end, reverse, visit)
+    }
+
+    async fn apply_async(
+        &self,
+        puts: Vec<(Vec<u8>, Vec<u8>)>,
+        deletes: Vec<Vec<u8>>,
+    ) -> Result<(), CheckpointError> {
+        KvStore::apply(self, puts, deletes)
+    }
+
+    async fn flush_async(&self) -> Result<(), CheckpointError> {
+        KvStore::flush(self).await
+    }
+}
+
+/// A [`Checkpointer`] over a [`KvStore`] or, more generally, an [`AsyncKvStore`].
 pub struct KvCheckpointer<S> {
     pub(crate) store: S,
 }
@@ -136,7 +198,7 @@ struct StoredWrite {
     value: Value,
 }
 
-impl<S: KvStore> KvCheckpointer<S> {
+impl<S: AsyncKvStore> KvCheckpointer<S> {
     /// Wraps a store.
     pub fn with_store(store: S) -> Self {
         KvCheckpointer { store }
@@ -147,17 +209,18 @@ impl<S: KvStore> KvCheckpointer<S> {
         &self.store
     }
 
-    fn scan_prefix(
+    async fn scan_prefix(
         &self,
         prefix: &[u8],
         reverse: bool,
-        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+        visit: &mut KvVisitor<'_>,
     ) -> Result<(), CheckpointError> {
         self.store
-            .scan(prefix, &keys::prefix_end(prefix), reverse, visit)
+            .scan_async(prefix, &keys::prefix_end(prefix), reverse, visit)
+            .await
     }
 
-    fn pending_writes(
+    async fn pending_writes(
         &self,
         thread: &str,
         ns: &str,
@@ -188,20 +251,21 @@ impl<S: KvStore> KvCheckpointer<S> {
                 }
             }
             true
-        })?;
+        })
+        .await?;
         match err {
             Some(e) => Err(e),
             None => Ok(out),
         }
     }
 
-    fn tuple(
+    async fn tuple(
         &self,
         thread: &str,
         ns: &str,
         checkpoint: Checkpoint,
     ) -> Result<CheckpointTuple, CheckpointError> {
-        let pending_writes = self.pending_writes(thread, ns, checkpoint.id)?;
+        let pending_writes = self.pending_writes(thread, ns, checkpoint.id).await?;
         Ok(CheckpointTuple {
             thread_id: thread.to_string(),
             ns: ns.to_string(),
@@ -211,10 +275,10 @@ impl<S: KvStore> KvCheckpointer<S> {
     }
 
     /// Every namespace of a thread.
-    fn namespaces(&self, thread: &str) -> Result<Vec<String>, CheckpointError> {
+    async fn namespaces(&self, thread: &str) -> Result<Vec<String>, CheckpointError> {
         let prefix = keys::thread_prefix(keys::CHECKPOINT, thread);
         let mut out: Vec<String> = Vec::new();
-        self.scan_prefix(&prefix, false, &mut |k, _| {
+        self.scan_prefix(&prefix, false, &mut |k: &[u8], _: &[u8]| {
             if let Some((ns, _)) = keys::split_ns(&k[prefix.len()..]) {
                 let ns = String::from_utf8_lossy(ns).into_owned();
                 if out.last() != Some(&ns) {
@@ -222,12 +286,18 @@ impl<S: KvStore> KvCheckpointer<S> {
                 }
             }
             true
-        })?;
+        })
+        .await?;
         out.dedup();
         Ok(out)
     }
 
-    fn prune_ns(&self, thread: &str, ns: &str, keep: usize) -> Result<PruneStats, CheckpointError> {
+    async fn prune_ns(
+        &self,
+        thread: &str,
+        ns: &str,
+        keep: usize,
+    ) -> Result<PruneStats, CheckpointError> {
         let prefix = keys::ns_prefix(keys::CHECKPOINT, thread, ns);
         let mut ids: Vec<(Vec<u8>, Checkpoint)> = Vec::new();
         let mut err = None;
@@ -244,7 +314,8 @@ impl<S: KvStore> KvCheckpointer<S> {
                     false
                 }
             },
-        )?;
+        )
+        .await?;
         if let Some(e) = err {
             return Err(e);
         }
@@ -262,7 +333,7 @@ impl<S: KvStore> KvCheckpointer<S> {
                     if !needed.insert(key.clone()) {
                         break;
                     }
-                    at = match self.store.get(&key)? {
+                    at = match self.store.get_async(&key).await? {
                         Some(bytes) => match decode_entry(&key, &bytes)? {
                             ChannelEntry::Delta { prev, .. } => prev,
                             _ => None,
@@ -282,7 +353,8 @@ impl<S: KvStore> KvCheckpointer<S> {
                 deletes.push(k.to_vec());
                 stats.writes += 1;
                 true
-            })?;
+            })
+            .await?;
         }
         let bp = keys::ns_prefix(keys::BLOB, thread, ns);
         self.scan_prefix(&bp, false, &mut |k, _| {
@@ -291,14 +363,15 @@ impl<S: KvStore> KvCheckpointer<S> {
                 stats.blobs += 1;
             }
             true
-        })?;
-        self.store.apply(Vec::new(), deletes)?;
+        })
+        .await?;
+        self.store.apply_async(Vec::new(), deletes).await?;
         Ok(stats)
     }
 }
 
 #[async_trait]
-impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
+impl<S: AsyncKvStore> Checkpointer for KvCheckpointer<S> {
     async fn put(
         &self,
         thread: &str,
@@ -321,7 +394,7 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
             encode(checkpoint)?,
         ));
         puts.push((keys::thread_marker(thread), Vec::new()));
-        self.store.apply(puts, Vec::new())
+        self.store.apply_async(puts, Vec::new()).await
     }
 
     async fn put_writes(
@@ -348,7 +421,7 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
             };
             puts.push((keys::write(thread, ns, id, task_id, idx), encode(&rec)?));
         }
-        self.store.apply(puts, Vec::new())
+        self.store.apply_async(puts, Vec::new()).await
     }
 
     async fn get(
@@ -362,7 +435,7 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
         let found = match id {
             Some(id) => {
                 let key = keys::checkpoint(thread, ns, id);
-                match self.store.get(&key)? {
+                match self.store.get_async(&key).await? {
                     Some(v) => Some(decode::<Checkpoint>(&key, &v)?),
                     None => None,
                 }
@@ -373,11 +446,15 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
                 self.scan_prefix(&prefix, true, &mut |k, v| {
                     found = Some(decode::<Checkpoint>(k, v));
                     false
-                })?;
+                })
+                .await?;
                 found.transpose()?
             }
         };
-        found.map(|c| self.tuple(thread, ns, c)).transpose()
+        match found {
+            Some(c) => Ok(Some(self.tuple(thread, ns, c).await?)),
+            None => Ok(None),
+        }
     }
 
     async fn list(
@@ -391,7 +468,7 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
         }
         let namespaces = match &query.ns {
             Some(ns) => vec![ns.clone()],
-            None => self.namespaces(thread)?,
+            None => self.namespaces(thread).await?,
         };
         let limit = query.limit.unwrap_or(usize::MAX);
         let mut found: Vec<(String, Checkpoint)> = Vec::new();
@@ -403,34 +480,37 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
             };
             let mut err = None;
             let mut taken = 0;
-            self.store.scan(
-                &prefix,
-                &end,
-                true,
-                &mut |k, v| match decode::<Checkpoint>(k, v) {
-                    Ok(c) => {
-                        if c.matches(&query.filter) {
-                            found.push((ns.clone(), c));
-                            taken += 1;
+            self.store
+                .scan_async(
+                    &prefix,
+                    &end,
+                    true,
+                    &mut |k, v| match decode::<Checkpoint>(k, v) {
+                        Ok(c) => {
+                            if c.matches(&query.filter) {
+                                found.push((ns.clone(), c));
+                                taken += 1;
+                            }
+                            taken < limit
                         }
-                        taken < limit
-                    }
-                    Err(e) => {
-                        err = Some(e);
-                        false
-                    }
-                },
-            )?;
+                        Err(e) => {
+                            err = Some(e);
+                            false
+                        }
+                    },
+                )
+                .await?;
             if let Some(e) = err {
                 return Err(e);
             }
         }
         found.sort_by_key(|f| std::cmp::Reverse(f.1.id));
         found.truncate(limit);
-        found
-            .into_iter()
-            .map(|(ns, c)| self.tuple(thread, &ns, c))
-            .collect()
+        let mut out = Vec::with_capacity(found.len());
+        for (ns, c) in found {
+            out.push(self.tuple(thread, &ns, c).await?);
+        }
+        Ok(out)
     }
 
     async fn channel_entries(
@@ -453,31 +533,33 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
         let mut out = Vec::new();
         let mut want = Some(version);
         let mut err = None;
-        self.store.scan(&prefix, &end, true, &mut |k, v| {
-            let Some(w) = want else { return false };
-            let id = k
-                .get(prefix.len()..)
-                .and_then(|b| <[u8; 16]>::try_from(b).ok())
-                .map(CheckpointId::from_bytes);
-            match id {
-                Some(id) if id == w => match decode_entry(k, v) {
-                    Ok(entry) => {
-                        want = match &entry {
-                            ChannelEntry::Delta { prev, .. } => *prev,
-                            _ => None,
-                        };
-                        out.push((id, entry));
-                        want.is_some()
-                    }
-                    Err(e) => {
-                        err = Some(e);
-                        false
-                    }
-                },
-                Some(id) if id > w => true,
-                _ => false,
-            }
-        })?;
+        self.store
+            .scan_async(&prefix, &end, true, &mut |k, v| {
+                let Some(w) = want else { return false };
+                let id = k
+                    .get(prefix.len()..)
+                    .and_then(|b| <[u8; 16]>::try_from(b).ok())
+                    .map(CheckpointId::from_bytes);
+                match id {
+                    Some(id) if id == w => match decode_entry(k, v) {
+                        Ok(entry) => {
+                            want = match &entry {
+                                ChannelEntry::Delta { prev, .. } => *prev,
+                                _ => None,
+                            };
+                            out.push((id, entry));
+                            want.is_some()
+                        }
+                        Err(e) => {
+                            err = Some(e);
+                            false
+                        }
+                    },
+                    Some(id) if id > w => true,
+                    _ => false,
+                }
+            })
+            .await?;
         if let Some(e) = err {
             return Err(e);
         }
@@ -497,7 +579,8 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
         self.scan_prefix(&[keys::THREAD], false, &mut |k, _| {
             out.push(String::from_utf8_lossy(&k[1..]).into_owned());
             true
-        })?;
+        })
+        .await?;
         Ok(out)
     }
 
@@ -508,9 +591,10 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
             self.scan_prefix(&keys::thread_prefix(kind, thread), false, &mut |k, _| {
                 deletes.push(k.to_vec());
                 true
-            })?;
+            })
+            .await?;
         }
-        self.store.apply(Vec::new(), deletes)
+        self.store.apply_async(Vec::new(), deletes).await
     }
 
     async fn prune(
@@ -527,8 +611,8 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
         };
         let mut total = PruneStats::default();
         for t in &threads {
-            for ns in self.namespaces(t)? {
-                let s = self.prune_ns(t, &ns, keep)?;
+            for ns in self.namespaces(t).await? {
+                let s = self.prune_ns(t, &ns, keep).await?;
                 total.checkpoints += s.checkpoints;
                 total.blobs += s.blobs;
                 total.writes += s.writes;
@@ -538,7 +622,7 @@ impl<S: KvStore> Checkpointer for KvCheckpointer<S> {
     }
 
     async fn flush(&self) -> Result<(), CheckpointError> {
-        self.store.flush().await
+        self.store.flush_async().await
     }
 }
 

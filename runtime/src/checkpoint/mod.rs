@@ -13,7 +13,7 @@ mod sled_store;
 
 pub mod conformance;
 
-pub use kv::{KvCheckpointer, KvStore};
+pub use kv::{AsyncKvStore, KvCheckpointer, KvStore, KvVisitor};
 pub use memory::{MemoryCheckpointer, MemoryStore};
 pub use sled_store::{SledCheckpointer, SledStore};
 

@@ -1,0 +1,379 @@
+//! `agentgraph chat`: an interactive session with the workflow builder on one thread.
+//!
+//! Each line read from stdin is one turn: the graph runs with it as a human message, tool
+//! progress and the assistant's text (root-level `agent` or `responder` nodes only: internal
+//! subgraph agents are not shown) stream live, and the workflow is printed after the turn (and
+//! written to `--out`). Commands: `/graph single|multi|PATH` switches the graph for the next
+//! turns (both builder graphs share one state schema), `/undo` goes back to the state before
+//! the last turn (the next turn forks from there), `/quit` (or end of input) ends; `/compact`
+//! and `/clear` are ordinary messages the graphs handle. Started with `--thread` on a thread
+//! whose last turn was cut short (a crash), the turn is finished first.
+
+use crate::exit;
+use crate::graph::Ctx;
+use agentgraph_runtime::{
+    CheckpointId, CompiledGraph, Event, EventKind, Input, ListQuery, Mode, Modes, RunConfig,
+    SledCheckpointer, Source,
+};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Options of `agentgraph chat`.
+#[derive(clap::Args)]
+pub struct ChatOpts {
+    /// `single`, `multi` (graphs/workflow-builder/{single,multi}-agent.ag under the current
+    /// directory) or a graph file.
+    #[arg(long, default_value = "single")]
+    graph: String,
+    /// The thread (default: a new one); an existing thread continues where it stopped.
+    #[arg(long)]
+    thread: Option<String>,
+    /// Write the workflow (pretty JSON) here after every turn.
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+/// The graph file a `--graph`/`/graph` argument names.
+fn graph_path(arg: &str) -> Result<PathBuf, String> {
+    let path = match arg {
+        "single" | "multi" => PathBuf::from(format!("graphs/workflow-builder/{arg}-agent.ag")),
+        other => PathBuf::from(other),
+    };
+    if path.exists() {
+        Ok(path)
+    } else if matches!(arg, "single" | "multi") {
+        Err(format!(
+            "{} not found: run chat from the repository root, or pass --graph PATH",
+            path.display()
+        ))
+    } else {
+        Err(format!("graph file {} not found", path.display()))
+    }
+}
+
+struct Session<'a> {
+    ctx: &'a Ctx,
+    graph: CompiledGraph,
+    graph_name: PathBuf,
+    store: Arc<SledCheckpointer>,
+    thread: String,
+    out: Option<PathBuf>,
+    /// Where the next turn forks from (set by `/undo`).
+    fork_at: Option<CheckpointId>,
+}
+
+/// `agentgraph chat`.
+pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
+    let path = match graph_path(&opts.graph) {
+        Ok(p) => p,
+        Err(e) => return crate::graph::fail(e, exit::USAGE),
+    };
+    // One store for the session: every graph it switches to shares it (sled locks its folder).
+    let store = match crate::graph::store(ctx) {
+        Ok(s) => s,
+        Err(c) => return c,
+    };
+    let graph = match crate::graph::load(&path, ctx.json) {
+        Ok(g) => g.with_checkpointer(store.clone()),
+        Err(c) => return c,
+    };
+    let thread = opts.thread.clone().unwrap_or_else(new_thread_id);
+    let mut s = Session {
+        ctx,
+        graph,
+        graph_name: path,
+        store,
+        thread,
+        out: opts.out,
+        fork_at: None,
+    };
+    s.say(
+        json!({"event": "thread", "thread": s.thread, "graph": s.graph_name}),
+        || format!("thread: {} (graph {})", s.thread, s.graph_name.display()),
+    );
+    if opts.thread.is_some() {
+        match s.graph.get_state(&s.thread, None).await {
+            Ok(Some(state)) => {
+                if !state.next.is_empty() {
+                    s.say(json!({"event": "resuming"}), || {
+                        "resuming the interrupted turn…".to_string()
+                    });
+                    s.turn(Input::Continue).await;
+                } else {
+                    s.show_workflow(&state.values["workflow"]);
+                }
+            }
+            Ok(None) => {}
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
+    let tty = std::io::stdin().is_terminal();
+    loop {
+        if tty {
+            print!("> ");
+            let _ = std::io::stdout().flush();
+        }
+        let line = match tokio::task::spawn_blocking(|| {
+            let mut buf = String::new();
+            std::io::stdin().read_line(&mut buf).map(|n| (n, buf))
+        })
+        .await
+        {
+            Ok(Ok((0, _))) => break,
+            Ok(Ok((_, buf))) => buf,
+            Ok(Err(e)) => {
+                eprintln!("error: cannot read stdin: {e}");
+                break;
+            }
+            Err(_) => break,
+        };
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        match line {
+            "/quit" | "/exit" => break,
+            "/undo" => s.undo().await,
+            _ if line.starts_with("/graph") => {
+                let arg = line["/graph".len()..].trim();
+                s.switch(if arg.is_empty() { "single" } else { arg });
+            }
+            _ => {
+                let input = json!({"messages": [{"type": "human", "content": line}]});
+                s.turn(Input::Values(input)).await;
+            }
+        }
+    }
+    exit::DONE
+}
+
+impl Session<'_> {
+    /// Prints one line: JSON with `--json`, else the text.
+    fn say(&self, v: Value, text: impl FnOnce() -> String) {
+        if self.ctx.json {
+            println!("{v}");
+        } else {
+            println!("{}", text());
+        }
+    }
+
+    fn switch(&mut self, arg: &str) {
+        let path = match graph_path(arg) {
+            Ok(p) => p,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return;
+            }
+        };
+        match crate::graph::load(&path, self.ctx.json) {
+            Ok(g) => {
+                let g = g.with_checkpointer(self.store.clone());
+                if g.schema().version() != self.graph.schema().version() {
+                    eprintln!(
+                        "warning: {} has another state schema than {}; the thread may not fit it",
+                        path.display(),
+                        self.graph_name.display()
+                    );
+                }
+                self.graph = g;
+                self.graph_name = path;
+                self.say(json!({"event": "graph", "graph": self.graph_name}), || {
+                    format!("graph: {}", self.graph_name.display())
+                });
+            }
+            Err(_) => eprintln!(
+                "error: cannot load {}; keeping the current graph",
+                path.display()
+            ),
+        }
+    }
+
+    /// Runs one turn, streaming progress and the assistant's text.
+    async fn turn(&mut self, input: Input) {
+        let mut config = RunConfig::thread(self.thread.clone())
+            .modes(Modes::of(&[Mode::Custom, Mode::Messages]));
+        if let Some(at) = self.fork_at.take() {
+            config = config.at(at);
+        }
+        let mut stream = self.graph.stream(input, config);
+        let mut mid_line = false;
+        // Message ids already started, so each answer begins on its own line.
+        let mut seen: HashSet<String> = HashSet::new();
+        while let Some(ev) = stream.next().await {
+            if self.ctx.json {
+                if shown(&ev) {
+                    println!("{}", serde_json::to_string(&ev).unwrap_or_default());
+                }
+                continue;
+            }
+            match &ev.kind {
+                EventKind::Custom(data) => {
+                    if std::mem::take(&mut mid_line) {
+                        println!();
+                    }
+                    let text = data
+                        .get("title")
+                        .and_then(Value::as_str)
+                        .map(str::to_string)
+                        .unwrap_or_else(|| data.to_string());
+                    println!("  · {text}");
+                }
+                EventKind::Messages(chunk) if shown(&ev) => {
+                    if let Some(t) = chunk.get("delta").and_then(Value::as_str) {
+                        let id = chunk.get("id").map(Value::to_string).unwrap_or_default();
+                        if seen.insert(id) && std::mem::take(&mut mid_line) {
+                            println!();
+                        }
+                        print!("{t}");
+                        let _ = std::io::stdout().flush();
+                        mid_line = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if mid_line {
+            println!();
+        }
+        match stream.finish().await {
+            Ok(out) => {
+                if self.ctx.json {
+                    println!("{}", json!({"event": "turn_end", "status": out.status}));
+                }
+                self.show_workflow(&out.values["workflow"]);
+            }
+            Err(e) => {
+                if self.ctx.json {
+                    println!("{}", json!({"event": "error", "error": e.to_string()}));
+                } else {
+                    eprintln!("error: {e}");
+                    println!("(the turn failed; the thread keeps its last checkpoint)");
+                }
+            }
+        }
+    }
+
+    /// Prints the workflow and writes `--out`.
+    fn show_workflow(&self, wf: &Value) {
+        if self.ctx.json {
+            println!("{}", json!({"event": "workflow", "workflow": wf}));
+        } else {
+            print!("{}", summary(wf));
+        }
+        if let Some(out) = &self.out {
+            let text = serde_json::to_string_pretty(wf).unwrap_or_default();
+            if let Err(e) = std::fs::write(out, text + "\n") {
+                eprintln!("error: cannot write {}: {e}", out.display());
+            }
+        }
+    }
+
+    /// `/undo`: the next turn forks from the checkpoint before the last turn's input.
+    async fn undo(&mut self) {
+        let history = match self.graph.history(&self.thread, ListQuery::default()).await {
+            Ok(h) => h,
+            Err(e) => {
+                eprintln!("error: {e}");
+                return;
+            }
+        };
+        let by_id: HashMap<CheckpointId, &agentgraph_runtime::HistoryEntry> =
+            history.iter().map(|h| (h.checkpoint_id, h)).collect();
+        // Walk back from where the next turn would start to the last turn's input.
+        let mut cur = self
+            .fork_at
+            .or_else(|| history.first().map(|h| h.checkpoint_id));
+        let mut target = None;
+        while let Some(id) = cur {
+            let Some(h) = by_id.get(&id) else { break };
+            if h.source == Source::Input {
+                target = h.parent_id;
+                break;
+            }
+            cur = h.parent_id;
+        }
+        let Some(target) = target else {
+            self.say(json!({"event": "undo", "ok": false}), || {
+                "nothing to undo".to_string()
+            });
+            return;
+        };
+        match self.graph.get_state(&self.thread, Some(target)).await {
+            Ok(Some(state)) => {
+                // Branch the thread there now, so the undo also holds for a later session
+                // (an empty update that plans nothing); if that fails, the next turn forks.
+                match self
+                    .graph
+                    .update_state(&self.thread, Some(target), Value::Null, Some("END"))
+                    .await
+                {
+                    Ok(_) => self.fork_at = None,
+                    Err(_) => self.fork_at = Some(target),
+                }
+                self.say(
+                    json!({"event": "undo", "ok": true, "checkpoint_id": target}),
+                    || format!("undone: back to checkpoint {target}"),
+                );
+                self.show_workflow(&state.values["workflow"]);
+            }
+            Ok(None) => eprintln!("error: checkpoint {target} not found"),
+            Err(e) => eprintln!("error: {e}"),
+        }
+    }
+}
+
+/// Whether an event is shown to the user: tool progress from anywhere, the text of the root
+/// graph's `agent` or `responder`.
+fn shown(ev: &Event) -> bool {
+    match ev.kind {
+        EventKind::Custom(_) => true,
+        EventKind::Messages(_) => {
+            ev.ns.is_empty() && matches!(ev.node.as_deref(), Some("agent" | "responder"))
+        }
+        _ => false,
+    }
+}
+
+/// The workflow for people: its name, its nodes with their types, its connections.
+pub fn summary(wf: &Value) -> String {
+    let mut s = String::new();
+    let name = wf["name"]
+        .as_str()
+        .filter(|n| !n.is_empty())
+        .unwrap_or("(unnamed)");
+    let nodes = wf["nodes"].as_array().cloned().unwrap_or_default();
+    s.push_str(&format!("workflow: {name} ({} nodes)\n", nodes.len()));
+    for n in &nodes {
+        s.push_str(&format!(
+            "  {} [{}]\n",
+            n["name"].as_str().unwrap_or("?"),
+            n["type"].as_str().unwrap_or("?")
+        ));
+    }
+    if let Some(conns) = wf["connections"].as_object() {
+        for (source, kinds) in conns {
+            let Some(kinds) = kinds.as_object() else {
+                continue;
+            };
+            for (kind, outputs) in kinds {
+                for output in outputs.as_array().into_iter().flatten() {
+                    for target in output.as_array().into_iter().flatten() {
+                        s.push_str(&format!(
+                            "  {source} → {} ({kind})\n",
+                            target["node"].as_str().unwrap_or("?")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    s
+}
+
+fn new_thread_id() -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("t-{}", &id[..12])
+}

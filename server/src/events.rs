@@ -1,0 +1,258 @@
+//! Per-thread event logs: a bounded ring (by count and by bytes) of serialized envelopes,
+//! mirrored in a sled database when one is configured, with a watch channel for live readers.
+
+use crate::error::ServerError;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::watch;
+
+/// The bounds of one thread's log.
+#[derive(Debug, Clone, Copy)]
+pub struct EventLimits {
+    /// Events kept per thread (at least one).
+    pub events: usize,
+    /// Bytes of serialized envelopes kept per thread (the newest event is always kept).
+    pub bytes: usize,
+}
+
+/// One stored event: its id (the SSE `id`, equal to the envelope's `seq`) and its JSON text.
+#[derive(Debug, Clone)]
+pub struct StoredEvent {
+    /// Rises by one per thread and never repeats, across runs and restarts.
+    pub seq: u64,
+    /// The envelope `{seq, ns, mode, node, data}` as JSON text.
+    pub json: Arc<str>,
+}
+
+/// One thread's log in memory.
+struct Ring {
+    events: VecDeque<StoredEvent>,
+    bytes: usize,
+    /// The id the next event gets.
+    next_seq: u64,
+}
+
+/// A thread's log plus the watch that wakes live readers.
+pub(crate) struct Hub {
+    ring: Mutex<Ring>,
+    tx: watch::Sender<u64>,
+}
+
+impl Hub {
+    fn lock(&self) -> MutexGuard<'_, Ring> {
+        self.ring.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Events with an id greater than `after`, oldest first.
+    pub(crate) fn after(&self, after: u64) -> Vec<StoredEvent> {
+        let ring = self.lock();
+        let start = ring.events.partition_point(|e| e.seq <= after);
+        ring.events.range(start..).cloned().collect()
+    }
+
+    /// The id of the newest event (0 when none was ever written).
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.lock().next_seq.saturating_sub(1)
+    }
+
+    /// A receiver that changes whenever an event is appended.
+    pub(crate) fn subscribe(&self) -> watch::Receiver<u64> {
+        self.tx.subscribe()
+    }
+}
+
+struct Trees {
+    /// `thread 0x00 seq(u64 BE)` → envelope JSON.
+    events: sled::Tree,
+    /// `n thread` → next seq (u64 BE); `g thread` → the graph the thread last ran.
+    meta: sled::Tree,
+    db: sled::Db,
+}
+
+/// Every thread's event log.
+pub struct EventStore {
+    trees: Option<Trees>,
+    limits: EventLimits,
+    hubs: Mutex<HashMap<String, Arc<Hub>>>,
+    graphs: Mutex<HashMap<String, String>>,
+}
+
+fn event_key(thread: &str, seq: u64) -> Vec<u8> {
+    let mut k = Vec::with_capacity(thread.len() + 9);
+    k.extend_from_slice(thread.as_bytes());
+    k.push(0);
+    k.extend_from_slice(&seq.to_be_bytes());
+    k
+}
+
+fn meta_key(tag: u8, thread: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(thread.len() + 1);
+    k.push(tag);
+    k.extend_from_slice(thread.as_bytes());
+    k
+}
+
+fn storage(e: sled::Error) -> ServerError {
+    ServerError::Storage(e.to_string())
+}
+
+impl EventStore {
+    /// Logs kept in memory only (lost on restart).
+    pub fn memory(limits: EventLimits) -> Self {
+        EventStore {
+            trees: None,
+            limits,
+            hubs: Mutex::new(HashMap::new()),
+            graphs: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Logs persisted in the sled database in folder `dir` (trees `events` and `threads`).
+    pub fn open(dir: &std::path::Path, limits: EventLimits) -> Result<Self, ServerError> {
+        let db = sled::Config::new()
+            .path(dir)
+            .mode(sled::Mode::LowSpace)
+            .open()
+            .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
+        let events = db.open_tree("events").map_err(storage)?;
+        let meta = db.open_tree("threads").map_err(storage)?;
+        Ok(EventStore {
+            trees: Some(Trees { events, meta, db }),
+            ..Self::memory(limits)
+        })
+    }
+
+    /// The hub of `thread`, loading its log from disk on first use.
+    pub(crate) fn hub(&self, thread: &str) -> Result<Arc<Hub>, ServerError> {
+        let mut hubs = self.hubs.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(h) = hubs.get(thread) {
+            return Ok(h.clone());
+        }
+        let mut ring = Ring {
+            events: VecDeque::new(),
+            bytes: 0,
+            next_seq: 1,
+        };
+        if let Some(t) = &self.trees {
+            let mut prefix = thread.as_bytes().to_vec();
+            prefix.push(0);
+            for kv in t.events.scan_prefix(&prefix) {
+                let (k, v) = kv.map_err(storage)?;
+                let Some(seq) = k
+                    .get(prefix.len()..)
+                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                    .map(u64::from_be_bytes)
+                else {
+                    continue;
+                };
+                let json: Arc<str> = Arc::from(String::from_utf8_lossy(&v).as_ref());
+                ring.bytes += json.len();
+                ring.events.push_back(StoredEvent { seq, json });
+                ring.next_seq = ring.next_seq.max(seq + 1);
+            }
+            if let Some(v) = t.meta.get(meta_key(b'n', thread)).map_err(storage)? {
+                if let Ok(b) = <[u8; 8]>::try_from(v.as_ref()) {
+                    ring.next_seq = ring.next_seq.max(u64::from_be_bytes(b));
+                }
+            }
+        }
+        let (tx, _) = watch::channel(ring.next_seq.saturating_sub(1));
+        let hub = Arc::new(Hub {
+            ring: Mutex::new(ring),
+            tx,
+        });
+        hubs.insert(thread.to_string(), hub.clone());
+        Ok(hub)
+    }
+
+    /// Appends an event built from its id (`make(seq)` returns the JSON text), trims the ring
+    /// to its bounds and wakes live readers. Returns the id.
+    pub fn append(
+        &self,
+        thread: &str,
+        make: impl FnOnce(u64) -> String,
+    ) -> Result<u64, ServerError> {
+        let hub = self.hub(thread)?;
+        let seq = {
+            let mut ring = hub.lock();
+            let seq = ring.next_seq;
+            let json: Arc<str> = Arc::from(make(seq));
+            let mut removed = Vec::new();
+            ring.bytes += json.len();
+            ring.events.push_back(StoredEvent {
+                seq,
+                json: json.clone(),
+            });
+            ring.next_seq = seq + 1;
+            while ring.events.len() > 1
+                && (ring.events.len() > self.limits.events.max(1) || ring.bytes > self.limits.bytes)
+            {
+                if let Some(old) = ring.events.pop_front() {
+                    ring.bytes -= old.json.len();
+                    removed.push(old.seq);
+                }
+            }
+            if let Some(t) = &self.trees {
+                let mut batch = sled::Batch::default();
+                batch.insert(event_key(thread, seq), json.as_bytes());
+                for old in removed {
+                    batch.remove(event_key(thread, old));
+                }
+                t.events.apply_batch(batch).map_err(storage)?;
+                t.meta
+                    .insert(meta_key(b'n', thread), &(seq + 1).to_be_bytes())
+                    .map_err(storage)?;
+            }
+            seq
+        };
+        hub.tx.send_replace(seq);
+        Ok(seq)
+    }
+
+    /// Records the graph (relative name) a thread last ran.
+    pub fn set_graph(&self, thread: &str, graph: &str) -> Result<(), ServerError> {
+        if let Some(t) = &self.trees {
+            t.meta
+                .insert(meta_key(b'g', thread), graph.as_bytes())
+                .map_err(storage)?;
+        }
+        self.graphs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(thread.to_string(), graph.to_string());
+        Ok(())
+    }
+
+    /// The graph a thread last ran, if known.
+    pub fn graph_of(&self, thread: &str) -> Result<Option<String>, ServerError> {
+        if let Some(g) = self
+            .graphs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(thread)
+        {
+            return Ok(Some(g.clone()));
+        }
+        match &self.trees {
+            Some(t) => Ok(t
+                .meta
+                .get(meta_key(b'g', thread))
+                .map_err(storage)?
+                .map(|v| String::from_utf8_lossy(&v).into_owned())),
+            None => Ok(None),
+        }
+    }
+
+    /// Whether events are persisted on disk.
+    pub fn is_persistent(&self) -> bool {
+        self.trees.is_some()
+    }
+
+    /// Flushes the database (no-op in memory).
+    pub fn flush(&self) -> Result<(), ServerError> {
+        if let Some(t) = &self.trees {
+            t.db.flush().map_err(storage)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,295 @@
+//! The agentgraph HTTP/SSE server: start runs on threads, stream their events with replay
+//! from `Last-Event-ID`, answer interrupts, cancel, and read state and history.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), agentgraph_server::ServerError> {
+//! use agentgraph_server::{serve, ServerConfig};
+//! let config = ServerConfig::new("graphs", "./.agentgraph");
+//! serve(config, async { let _ = tokio::signal::ctrl_c().await; }).await
+//! # }
+//! ```
+//!
+//! Endpoints (JSON errors are `{"error": {"code", "message"}}`, plus `diagnostics` for 422):
+//! - `POST /threads/{id}/runs` `{graph, input?, stream_modes?, recursion_limit?, config?}` →
+//!   202 `{run_id, thread_id, graph}`; 409 `RUN_ACTIVE`, 404 `GRAPH_NOT_FOUND`, 400
+//!   `BAD_INPUT`/`BAD_STREAM_MODE`/`BAD_REQUEST`/`BAD_GRAPH_NAME`, 413 `PAYLOAD_TOO_LARGE`,
+//!   422 `GRAPH_INVALID`.
+//! - `GET /threads/{id}/events`: SSE, each event `id: <seq>` and `data: {seq, ns, mode, node,
+//!   data}`. `Last-Event-ID` (header) or `?lastEventId=` replays the logged events after that
+//!   id, then goes on live; without either, only new events come (`lastEventId=0` replays the
+//!   whole log). Runs are framed by `mode: "run"` events, `data: {status: "started", run_id}`
+//!   and `data: {status: done|interrupted|failed|cancelled, run_id, error?, interrupts?,
+//!   next?, checkpoint_id?}`. When the bounded log no longer holds some of the asked-for
+//!   events, an `event: gap` with `data: {from, to}` (and no id) says which.
+//! - `POST /threads/{id}/resume` `{value?, values_by_id?, graph?, stream_modes?}` → 202 (as
+//!   runs): answers the pending interrupt, or continues a cancelled/crashed thread; 409 while a
+//!   run is active, 400 `NOTHING_TO_RESUME`, 404 `THREAD_NOT_FOUND`.
+//! - `POST /threads/{id}/cancel` → 200 `{thread_id, cancelled, run_id}` (idempotent).
+//! - `GET /threads/{id}/state[?graph=]`, `GET /threads/{id}/history?limit=N[&graph=]`,
+//!   `GET /threads` → `{threads: [{thread_id, graph, active}]}`.
+//!
+//! Event ids are the server's own: they start at 1 and rise by one per thread across runs and
+//! restarts (the envelope's `seq` is rewritten to the id), so they never repeat even when a
+//! cancelled step's events are produced again by the resumed run.
+
+mod error;
+mod events;
+mod graphs;
+mod routes;
+
+pub use error::{ApiError, ServerError};
+pub use events::{EventLimits, EventStore, StoredEvent};
+pub use graphs::{GraphCache, GraphLoadError, RegistryFactory};
+pub use routes::router;
+
+use agentgraph_dsl::Registry;
+use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// Where checkpoints and events are kept.
+#[derive(Clone)]
+pub enum Storage {
+    /// A sled folder: checkpoints in it, events in its `server-events` subfolder (both survive
+    /// a restart).
+    Sled(PathBuf),
+    /// A given checkpointer (e.g. Postgres); events in memory, or in a sled folder when
+    /// `events_dir` is set.
+    Checkpointer {
+        /// The checkpointer every graph uses.
+        checkpointer: Arc<dyn Checkpointer>,
+        /// Where events are persisted; `None` keeps them in memory.
+        events_dir: Option<PathBuf>,
+    },
+    /// Everything in memory (tests).
+    Memory,
+}
+
+/// How to run the server.
+#[derive(Clone)]
+pub struct ServerConfig {
+    /// The folder graph names are resolved in.
+    pub graphs_dir: PathBuf,
+    /// Checkpoints and events.
+    pub storage: Storage,
+    /// The address [`serve`] listens on.
+    pub addr: SocketAddr,
+    /// The largest request body accepted (default 1 MiB); larger ones get 413.
+    pub max_body_bytes: usize,
+    /// Events kept per thread for replay (default 500).
+    pub events_per_thread: usize,
+    /// Bytes of events kept per thread for replay (default 2 MiB).
+    pub event_bytes_per_thread: usize,
+    /// Builds the registry graphs are compiled against (default: every std-tools tool over
+    /// the built-in node-type catalogue).
+    pub registry: RegistryFactory,
+    /// How long shutdown waits for cancelled runs to write their checkpoint (default 10 s).
+    pub shutdown_grace: Duration,
+}
+
+impl ServerConfig {
+    /// Defaults with graphs from `graphs_dir` and a sled store in `db`, on 127.0.0.1:8080.
+    pub fn new(graphs_dir: impl Into<PathBuf>, db: impl Into<PathBuf>) -> Self {
+        ServerConfig {
+            graphs_dir: graphs_dir.into(),
+            storage: Storage::Sled(db.into()),
+            addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            max_body_bytes: 1 << 20,
+            events_per_thread: 500,
+            event_bytes_per_thread: 2 << 20,
+            registry: default_registry(),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+
+    /// The same configuration with another storage.
+    pub fn storage(mut self, storage: Storage) -> Self {
+        self.storage = storage;
+        self
+    }
+
+    /// The same configuration listening on `addr`.
+    pub fn addr(mut self, addr: SocketAddr) -> Self {
+        self.addr = addr;
+        self
+    }
+}
+
+/// The std-tools registry over the built-in node-type catalogue (loaded once).
+pub fn default_registry() -> RegistryFactory {
+    let catalogue = Arc::new(
+        agentgraph_std_tools::catalogue::Catalogue::builtin()
+            .unwrap_or_else(|_| agentgraph_std_tools::catalogue::Catalogue::new()),
+    );
+    Arc::new(move || {
+        let mut reg = Registry::default();
+        agentgraph_std_tools::dsl::register(&mut reg, catalogue.clone());
+        reg
+    })
+}
+
+/// A run in flight on a thread.
+#[derive(Clone)]
+pub(crate) struct ActiveRun {
+    pub(crate) run_id: String,
+    pub(crate) cancel: CancellationToken,
+}
+
+pub(crate) struct Inner {
+    pub(crate) graphs: GraphCache,
+    pub(crate) events: EventStore,
+    pub(crate) checkpointer: Arc<dyn Checkpointer>,
+    pub(crate) runs: Mutex<HashMap<String, ActiveRun>>,
+    pub(crate) tasks: TaskTracker,
+    pub(crate) shutdown: CancellationToken,
+    pub(crate) max_body_bytes: usize,
+    pub(crate) shutdown_grace: Duration,
+}
+
+/// The server's shared state: graphs, checkpointer, event logs and active runs. Cheap to
+/// clone; give it to [`router`].
+#[derive(Clone)]
+pub struct ServerState {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl ServerState {
+    /// Opens the storage and prepares the graph cache.
+    pub fn new(config: &ServerConfig) -> Result<Self, ServerError> {
+        if !config.graphs_dir.is_dir() {
+            return Err(ServerError::Config(format!(
+                "graphs folder {} does not exist",
+                config.graphs_dir.display()
+            )));
+        }
+        let limits = EventLimits {
+            events: config.events_per_thread.max(1),
+            bytes: config.event_bytes_per_thread,
+        };
+        let (checkpointer, events): (Arc<dyn Checkpointer>, EventStore) = match &config.storage {
+            Storage::Sled(dir) => {
+                let cp =
+                    SledCheckpointer::open(dir).map_err(|e| ServerError::Storage(e.to_string()))?;
+                (
+                    Arc::new(cp),
+                    EventStore::open(&dir.join("server-events"), limits)?,
+                )
+            }
+            Storage::Checkpointer {
+                checkpointer,
+                events_dir,
+            } => (
+                checkpointer.clone(),
+                match events_dir {
+                    Some(d) => EventStore::open(d, limits)?,
+                    None => EventStore::memory(limits),
+                },
+            ),
+            Storage::Memory => (
+                Arc::new(MemoryCheckpointer::new()),
+                EventStore::memory(limits),
+            ),
+        };
+        Ok(ServerState {
+            inner: Arc::new(Inner {
+                graphs: GraphCache::new(
+                    config.graphs_dir.clone(),
+                    config.registry.clone(),
+                    checkpointer.clone(),
+                ),
+                events,
+                checkpointer,
+                runs: Mutex::new(HashMap::new()),
+                tasks: TaskTracker::new(),
+                shutdown: CancellationToken::new(),
+                max_body_bytes: config.max_body_bytes,
+                shutdown_grace: config.shutdown_grace,
+            }),
+        })
+    }
+
+    /// The graph cache (for live reload).
+    pub fn graphs(&self) -> &GraphCache {
+        &self.inner.graphs
+    }
+
+    /// The event logs.
+    pub fn events(&self) -> &EventStore {
+        &self.inner.events
+    }
+
+    /// The checkpointer every graph uses.
+    pub fn checkpointer(&self) -> &Arc<dyn Checkpointer> {
+        &self.inner.checkpointer
+    }
+
+    /// Threads with a run in flight.
+    pub fn active_threads(&self) -> Vec<String> {
+        self.runs().keys().cloned().collect()
+    }
+
+    pub(crate) fn runs(&self) -> MutexGuard<'_, HashMap<String, ActiveRun>> {
+        self.inner.runs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stops new runs, ends event streams, cancels the runs in flight and waits (up to the
+    /// configured grace) until they have written their checkpoint; then flushes storage.
+    pub async fn shutdown(&self) -> Result<(), ServerError> {
+        self.inner.shutdown.cancel();
+        for run in self.runs().values() {
+            run.cancel.cancel();
+        }
+        self.inner.tasks.close();
+        if tokio::time::timeout(self.inner.shutdown_grace, self.inner.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("shutdown: runs still in flight after the grace period");
+        }
+        self.inner
+            .checkpointer
+            .flush()
+            .await
+            .map_err(|e| ServerError::Storage(e.to_string()))?;
+        self.inner.events.flush()
+    }
+}
+
+/// Serves on `config.addr` until `shutdown` completes, then shuts down gracefully: stops
+/// accepting, ends event streams, cancels in-flight runs so they checkpoint, flushes storage.
+pub async fn serve(
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let state = ServerState::new(&config)?;
+    let listener = tokio::net::TcpListener::bind(config.addr).await?;
+    tracing::info!(addr = %listener.local_addr()?, "agentgraph server listening");
+    serve_on(listener, state, shutdown).await
+}
+
+/// Like [`serve`], on a bound listener with a prepared state (for tests and embedding).
+pub async fn serve_on(
+    listener: tokio::net::TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ServerError> {
+    let app = router(state.clone());
+    let stopping = state.clone();
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            // End SSE streams and cancel runs so open connections can close.
+            stopping.inner.shutdown.cancel();
+            for run in stopping.runs().values() {
+                run.cancel.cancel();
+            }
+        })
+        .await?;
+    state.shutdown().await
+}

@@ -1,0 +1,523 @@
+//! The HTTP endpoints.
+
+use crate::error::ApiError;
+use crate::{ActiveRun, ServerState};
+use agentgraph_runtime::{
+    CompiledGraph, Input, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunStatus,
+};
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::collections::VecDeque;
+use std::convert::Infallible;
+use tokio_util::sync::CancellationToken;
+
+/// The router with every endpoint, over `state` (mount it in an existing axum app, or serve
+/// it with [`crate::serve_on`]).
+pub fn router(state: ServerState) -> Router {
+    let limit = state.inner.max_body_bytes;
+    Router::new()
+        .route("/threads", get(list_threads))
+        .route("/threads/{id}/runs", post(start_run))
+        .route("/threads/{id}/events", get(events))
+        .route("/threads/{id}/resume", post(resume))
+        .route("/threads/{id}/cancel", post(cancel))
+        .route("/threads/{id}/state", get(thread_state))
+        .route("/threads/{id}/history", get(history))
+        .fallback(|| async { ApiError::not_found("NOT_FOUND", "no such endpoint") })
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+/// Thread ids: 1 to 128 characters among letters, digits and `_ . : -`.
+fn check_thread(id: &str) -> ApiResult<()> {
+    let ok = !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(
+            "BAD_THREAD_ID",
+            "thread ids are 1 to 128 characters among letters, digits, `_`, `.`, `:` and `-`",
+        ))
+    }
+}
+
+/// The body, or a JSON error: 413 when too large, 415 without a JSON content type, else 400.
+fn body<T>(b: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
+    match b {
+        Ok(Json(v)) => Ok(v),
+        Err(r) => {
+            let status = r.status();
+            Err(if status == StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(status, "PAYLOAD_TOO_LARGE", r.body_text())
+            } else if status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+                ApiError::new(status, "UNSUPPORTED_MEDIA_TYPE", r.body_text())
+            } else {
+                ApiError::bad_request("BAD_REQUEST", r.body_text())
+            })
+        }
+    }
+}
+
+/// The query string, or a 400 JSON error.
+fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
+    q.map(|Query(v)| v)
+        .map_err(|r| ApiError::bad_request("BAD_QUERY", r.body_text()))
+}
+
+fn run_error(e: RunError) -> ApiError {
+    match e {
+        RunError::InvalidInput(_)
+        | RunError::Resume(_)
+        | RunError::NothingToResume(_)
+        | RunError::CheckpointNotFound { .. }
+        | RunError::Update(_) => ApiError::bad_request("BAD_INPUT", e.to_string()),
+        other => ApiError::internal(other.to_string()),
+    }
+}
+
+/// `POST /threads/{id}/runs` body.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunRequest {
+    /// A graph name or relative path under the graphs folder.
+    graph: String,
+    /// The input object (default `{}`).
+    #[serde(default)]
+    input: Value,
+    /// Modes to stream (default updates, custom, messages).
+    #[serde(default)]
+    stream_modes: Option<Vec<String>>,
+    /// Overrides the graph's recursion limit.
+    #[serde(default)]
+    recursion_limit: Option<usize>,
+    /// Run-scoped settings (`RunConfig::configurable`).
+    #[serde(default)]
+    config: Option<Map<String, Value>>,
+}
+
+/// `POST /threads/{id}/resume` body.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ResumeRequest {
+    /// The answer to the pending interrupt.
+    #[serde(default)]
+    value: Value,
+    /// Answers by interrupt id, when several are pending.
+    #[serde(default)]
+    values_by_id: Option<std::collections::BTreeMap<String, Value>>,
+    /// Another graph to continue with (default: the one the thread last ran).
+    #[serde(default)]
+    graph: Option<String>,
+    /// Modes to stream (default updates, custom, messages).
+    #[serde(default)]
+    stream_modes: Option<Vec<String>>,
+}
+
+fn modes(list: Option<Vec<String>>) -> ApiResult<Modes> {
+    match list {
+        None => Ok(Modes::of(&[Mode::Updates, Mode::Custom, Mode::Messages])),
+        Some(list) => {
+            let parsed: Result<Vec<Mode>, _> = list.iter().map(|s| s.parse::<Mode>()).collect();
+            parsed
+                .map(|m| Modes::of(&m))
+                .map_err(|e| ApiError::bad_request("BAD_STREAM_MODE", e.to_string()))
+        }
+    }
+}
+
+fn ensure_idle(state: &ServerState, thread: &str) -> ApiResult<()> {
+    if state.inner.shutdown.is_cancelled() {
+        return Err(ApiError::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "SHUTTING_DOWN",
+            "the server is shutting down",
+        ));
+    }
+    match state.runs().get(thread) {
+        Some(r) => Err(ApiError::conflict(
+            "RUN_ACTIVE",
+            format!("run {} is active on thread {thread}", r.run_id),
+        )),
+        None => Ok(()),
+    }
+}
+
+async fn start_run(
+    State(state): State<ServerState>,
+    Path(thread): Path<String>,
+    req: Result<Json<RunRequest>, JsonRejection>,
+) -> ApiResult<Response> {
+    check_thread(&thread)?;
+    let req = body(req)?;
+    let input = match req.input {
+        Value::Null => Value::Object(Map::new()),
+        v @ Value::Object(_) => v,
+        other => {
+            return Err(ApiError::bad_request(
+                "BAD_INPUT",
+                format!("input must be a JSON object, got {other}"),
+            ))
+        }
+    };
+    let modes = modes(req.stream_modes)?;
+    ensure_idle(&state, &thread)?;
+    let graph = state.inner.graphs.get(&req.graph).await?;
+    let mut config = RunConfig::thread(thread.clone()).modes(modes);
+    config.recursion_limit = req.recursion_limit;
+    if let Some(c) = req.config {
+        config.configurable = c;
+    }
+    launch(
+        &state,
+        &thread,
+        &req.graph,
+        graph,
+        Input::Values(input),
+        config,
+    )
+}
+
+async fn resume(
+    State(state): State<ServerState>,
+    Path(thread): Path<String>,
+    req: Result<Json<ResumeRequest>, JsonRejection>,
+) -> ApiResult<Response> {
+    check_thread(&thread)?;
+    let req = body(req)?;
+    let modes = modes(req.stream_modes)?;
+    ensure_idle(&state, &thread)?;
+    let name = match req.graph {
+        Some(g) => g,
+        None => state.inner.events.graph_of(&thread)?.ok_or_else(|| {
+            ApiError::not_found("THREAD_NOT_FOUND", format!("no thread {thread}"))
+        })?,
+    };
+    let graph = state.inner.graphs.get(&name).await?;
+    let snapshot = graph
+        .get_state(&thread, None)
+        .await
+        .map_err(run_error)?
+        .ok_or_else(|| ApiError::not_found("THREAD_NOT_FOUND", format!("no thread {thread}")))?;
+    let input = if !snapshot.interrupts.is_empty() {
+        match req.values_by_id {
+            Some(map) => Input::Resume(Resume::ById(map)),
+            None => Input::Resume(Resume::Value(req.value)),
+        }
+    } else if !snapshot.next.is_empty() {
+        Input::Continue
+    } else {
+        return Err(ApiError::bad_request(
+            "NOTHING_TO_RESUME",
+            format!("thread {thread} has no pending interrupt and nothing left to run"),
+        ));
+    };
+    let config = RunConfig::thread(thread.clone()).modes(modes);
+    launch(&state, &thread, &name, graph, input, config)
+}
+
+/// Registers the run (409 if one is active) and spawns it; answers 202.
+fn launch(
+    state: &ServerState,
+    thread: &str,
+    graph_name: &str,
+    graph: CompiledGraph,
+    input: Input,
+    mut config: RunConfig,
+) -> ApiResult<Response> {
+    let run_id = uuid::Uuid::new_v4().to_string();
+    let cancel = CancellationToken::new();
+    config.cancel = cancel.clone();
+    {
+        let mut runs = state.runs();
+        if let Some(r) = runs.get(thread) {
+            return Err(ApiError::conflict(
+                "RUN_ACTIVE",
+                format!("run {} is active on thread {thread}", r.run_id),
+            ));
+        }
+        if state.inner.shutdown.is_cancelled() {
+            return Err(ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "SHUTTING_DOWN",
+                "the server is shutting down",
+            ));
+        }
+        runs.insert(
+            thread.to_string(),
+            ActiveRun {
+                run_id: run_id.clone(),
+                cancel,
+            },
+        );
+    }
+    if let Err(e) = state.inner.events.set_graph(thread, graph_name) {
+        tracing::warn!(thread, "cannot record the thread's graph: {e}");
+    }
+    let st = state.clone();
+    let (t, rid) = (thread.to_string(), run_id.clone());
+    state
+        .inner
+        .tasks
+        .spawn(async move { drive(st, t, rid, graph, input, config).await });
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "run_id": run_id, "thread_id": thread, "graph": graph_name })),
+    )
+        .into_response())
+}
+
+fn envelope(seq: u64, mode: &str, data: Value) -> String {
+    json!({ "seq": seq, "ns": [], "mode": mode, "node": null, "data": data }).to_string()
+}
+
+/// Runs a graph, appending its events (renumbered with the thread's event ids) to the
+/// thread's log, then a `run` event with how it ended.
+async fn drive(
+    state: ServerState,
+    thread: String,
+    run_id: String,
+    graph: CompiledGraph,
+    input: Input,
+    config: RunConfig,
+) {
+    let events = &state.inner.events;
+    let log = |r: Result<u64, crate::ServerError>| {
+        if let Err(e) = r {
+            tracing::warn!(thread = %thread, "cannot store an event: {e}");
+        }
+    };
+    log(events.append(&thread, |seq| {
+        envelope(seq, "run", json!({ "status": "started", "run_id": run_id }))
+    }));
+    let mut stream = graph.stream(input, config);
+    while let Some(ev) = stream.next().await {
+        let mut v = serde_json::to_value(&ev).unwrap_or(Value::Null);
+        log(events.append(&thread, |seq| {
+            if let Some(o) = v.as_object_mut() {
+                o.insert("seq".into(), json!(seq));
+            }
+            v.to_string()
+        }));
+    }
+    let data = match stream.finish().await {
+        Ok(out) => match out.status {
+            RunStatus::Done => json!({ "status": "done", "run_id": run_id,
+                "checkpoint_id": out.checkpoint_id }),
+            RunStatus::Interrupted { interrupts, next } => json!({
+                "status": "interrupted", "run_id": run_id, "interrupts": interrupts,
+                "next": next, "checkpoint_id": out.checkpoint_id }),
+        },
+        Err(RunError::Cancelled(_)) => json!({ "status": "cancelled", "run_id": run_id }),
+        Err(e) => json!({ "status": "failed", "run_id": run_id, "error": e.to_string() }),
+    };
+    // The end event and the removal happen under the runs lock, so a run started after the
+    // client saw the end event never interleaves with it and never gets 409.
+    let mut runs = state.runs();
+    log(events.append(&thread, |seq| envelope(seq, "run", data)));
+    if runs.get(&thread).is_some_and(|r| r.run_id == run_id) {
+        runs.remove(&thread);
+    }
+}
+
+async fn cancel(
+    State(state): State<ServerState>,
+    Path(thread): Path<String>,
+) -> ApiResult<Json<Value>> {
+    check_thread(&thread)?;
+    let run = state.runs().get(&thread).cloned();
+    let cancelled = match &run {
+        Some(r) => {
+            r.cancel.cancel();
+            true
+        }
+        None => false,
+    };
+    Ok(Json(json!({
+        "thread_id": thread,
+        "cancelled": cancelled,
+        "run_id": run.map(|r| r.run_id),
+    })))
+}
+
+#[derive(Deserialize)]
+struct EventsQuery {
+    #[serde(rename = "lastEventId")]
+    last_event_id: Option<String>,
+}
+
+async fn events(
+    State(state): State<ServerState>,
+    Path(thread): Path<String>,
+    q: Result<Query<EventsQuery>, QueryRejection>,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    check_thread(&thread)?;
+    let q = query(q)?;
+    let last = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or(q.last_event_id);
+    let hub = state.inner.events.hub(&thread)?;
+    let last = match last {
+        Some(s) if !s.trim().is_empty() => s.trim().parse::<u64>().map_err(|_| {
+            ApiError::bad_request("BAD_LAST_EVENT_ID", format!("`{s}` is not an event id"))
+        })?,
+        _ => hub.last_seq(),
+    };
+    struct St {
+        hub: std::sync::Arc<crate::events::Hub>,
+        rx: tokio::sync::watch::Receiver<u64>,
+        last: u64,
+        buf: VecDeque<crate::StoredEvent>,
+        shutdown: CancellationToken,
+    }
+    let st = St {
+        rx: hub.subscribe(),
+        hub,
+        last,
+        buf: VecDeque::new(),
+        shutdown: state.inner.shutdown.clone(),
+    };
+    let stream = futures::stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(e) = st.buf.pop_front() {
+                if e.seq > st.last + 1 {
+                    // Events the bounded log no longer holds: say which, without an id (the
+                    // client's Last-Event-ID stays where it was until the next real event).
+                    let gap = json!({ "from": st.last + 1, "to": e.seq - 1 }).to_string();
+                    st.last = e.seq - 1;
+                    st.buf.push_front(e);
+                    let ev = SseEvent::default().event("gap").data(gap);
+                    return Some((Ok::<_, Infallible>(ev), st));
+                }
+                st.last = e.seq;
+                let ev = SseEvent::default().id(e.seq.to_string()).data(&*e.json);
+                return Some((Ok::<_, Infallible>(ev), st));
+            }
+            st.rx.borrow_and_update();
+            let fresh = st.hub.after(st.last);
+            if !fresh.is_empty() {
+                st.buf.extend(fresh);
+                continue;
+            }
+            tokio::select! {
+                r = st.rx.changed() => if r.is_err() { return None },
+                _ = st.shutdown.cancelled() => return None,
+            }
+        }
+    });
+    Ok(Sse::new(stream)
+        .keep_alive(KeepAlive::default())
+        .into_response())
+}
+
+/// The graph to read a thread with: `given`, else the one it last ran on this server.
+async fn thread_graph(
+    state: &ServerState,
+    thread: &str,
+    given: Option<String>,
+) -> ApiResult<(String, CompiledGraph)> {
+    let name = match given {
+        Some(g) => g,
+        None => state.inner.events.graph_of(thread)?.ok_or_else(|| {
+            ApiError::not_found("THREAD_NOT_FOUND", format!("no thread {thread}"))
+        })?,
+    };
+    let graph = state.inner.graphs.get(&name).await?;
+    Ok((name, graph))
+}
+
+#[derive(Deserialize)]
+struct StateQuery {
+    graph: Option<String>,
+}
+
+async fn thread_state(
+    State(state): State<ServerState>,
+    Path(thread): Path<String>,
+    q: Result<Query<StateQuery>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    check_thread(&thread)?;
+    let q = query(q)?;
+    let (name, graph) = thread_graph(&state, &thread, q.graph).await?;
+    let snap = graph
+        .get_state(&thread, None)
+        .await
+        .map_err(run_error)?
+        .ok_or_else(|| {
+            ApiError::not_found(
+                "THREAD_NOT_FOUND",
+                format!("thread {thread} has no checkpoint"),
+            )
+        })?;
+    let mut v = serde_json::to_value(&snap).map_err(|e| ApiError::internal(e.to_string()))?;
+    if let Some(o) = v.as_object_mut() {
+        o.insert("thread_id".into(), json!(thread));
+        o.insert("graph".into(), json!(name));
+        o.insert("active".into(), json!(state.runs().contains_key(&thread)));
+    }
+    Ok(Json(v))
+}
+
+#[derive(Deserialize)]
+struct HistoryQuery {
+    limit: Option<usize>,
+    graph: Option<String>,
+}
+
+async fn history(
+    State(state): State<ServerState>,
+    Path(thread): Path<String>,
+    q: Result<Query<HistoryQuery>, QueryRejection>,
+) -> ApiResult<Json<Value>> {
+    check_thread(&thread)?;
+    let q = query(q)?;
+    let (_, graph) = thread_graph(&state, &thread, q.graph).await?;
+    let list = graph
+        .history(
+            &thread,
+            ListQuery {
+                limit: q.limit,
+                ..ListQuery::default()
+            },
+        )
+        .await
+        .map_err(run_error)?;
+    Ok(Json(json!({ "thread_id": thread, "history": list })))
+}
+
+async fn list_threads(State(state): State<ServerState>) -> ApiResult<Json<Value>> {
+    let mut threads = state
+        .inner
+        .checkpointer
+        .list_threads()
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    let active = state.active_threads();
+    for t in &active {
+        if !threads.contains(t) {
+            threads.push(t.clone());
+        }
+    }
+    threads.sort();
+    let mut out = Vec::with_capacity(threads.len());
+    for t in threads {
+        let graph = state.inner.events.graph_of(&t)?;
+        out.push(json!({ "thread_id": t, "graph": graph, "active": active.contains(&t) }));
+    }
+    Ok(Json(json!({ "threads": out })))
+}
