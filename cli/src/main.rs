@@ -172,6 +172,10 @@ enum Cmd {
         /// The address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080")]
         addr: std::net::SocketAddr,
+        /// Keep checkpoints in PostgreSQL (`postgres://user:pass@host/db`) instead of the sled
+        /// folder, so several servers share threads; events stay under `--db`.
+        #[arg(long, value_name = "URL")]
+        postgres: Option<String>,
     },
     /// Draw a graph as a diagram.
     Viz {
@@ -253,14 +257,34 @@ async fn dispatch(cli: Cli) -> u8 {
         Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
         Cmd::Chat { opts } => chat::chat(&ctx, opts).await,
         Cmd::Viz { graph, format } => graph::viz(&graph, &format),
-        Cmd::Serve { graphs, addr } => serve(&ctx, graphs, addr).await,
+        Cmd::Serve {
+            graphs,
+            addr,
+            postgres,
+        } => serve(&ctx, graphs, addr, postgres).await,
         Cmd::Validate { file, catalogue } => validate::validate(&file, catalogue, ctx.json),
     }
 }
 
 /// `agentgraph serve`: until Ctrl-C, then a graceful shutdown (running runs checkpoint).
-async fn serve(ctx: &graph::Ctx, graphs: PathBuf, addr: std::net::SocketAddr) -> u8 {
+async fn serve(
+    ctx: &graph::Ctx,
+    graphs: PathBuf,
+    addr: std::net::SocketAddr,
+    postgres: Option<String>,
+) -> u8 {
     let mut config = agentgraph_server::ServerConfig::new(graphs, ctx.db.clone()).addr(addr);
+    if let Some(url) = postgres {
+        match agentgraph_postgres::PostgresCheckpointer::connect(&url).await {
+            Ok(cp) => {
+                config = config.storage(agentgraph_server::Storage::Checkpointer {
+                    checkpointer: std::sync::Arc::new(cp),
+                    events_dir: Some(ctx.db.join("server-events")),
+                });
+            }
+            Err(e) => return graph::fail(e, exit::USAGE),
+        }
+    }
     config.registry = std::sync::Arc::new(graph::registry);
     eprintln!("serving on http://{addr} (Ctrl-C stops)");
     let shutdown = async {

@@ -1,0 +1,136 @@
+//! Two `agentgraph serve` processes sharing threads through PostgreSQL: a run started on one
+//! stops at an interrupt and is resumed on the other. Needs `AGENTGRAPH_TEST_POSTGRES_URL`
+//! (`.ci/run` starts a server and sets it); skips with a printed reason otherwise.
+
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    base: String,
+    _db: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn start(url: &str) -> Server {
+    let db = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let graphs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../graphs/examples");
+    let child = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+        .arg("--db")
+        .arg(db.path())
+        .arg("serve")
+        .arg("--graphs")
+        .arg(graphs)
+        .args(["--addr", &format!("127.0.0.1:{port}"), "--postgres", url])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("agentgraph serve starts");
+    Server {
+        child,
+        base: format!("http://127.0.0.1:{port}"),
+        _db: db,
+    }
+}
+
+async fn wait_up(client: &reqwest::Client, s: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        if let Ok(r) = client.get(format!("{}/threads", s.base)).send().await {
+            if r.status().is_success() {
+                return;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("server at {} did not come up", s.base);
+}
+
+async fn state(client: &reqwest::Client, s: &Server, thread: &str) -> Value {
+    client
+        .get(format!("{}/threads/{thread}/state?graph=approval", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+async fn wait_for(
+    client: &reqwest::Client,
+    s: &Server,
+    thread: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let st = state(client, s, thread).await;
+        if done(&st) {
+            return st;
+        }
+        assert!(Instant::now() < deadline, "timed out; last state {st}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_started_on_one_server_is_resumed_on_another() {
+    let Some(url) = std::env::var("AGENTGRAPH_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("skipped: AGENTGRAPH_TEST_POSTGRES_URL is not set (.ci/run starts PostgreSQL)");
+        return;
+    };
+    let (a, b) = (start(&url), start(&url));
+    let client = reqwest::Client::new();
+    wait_up(&client, &a).await;
+    wait_up(&client, &b).await;
+    let thread = format!("two-{}", std::process::id());
+
+    let r = client
+        .post(format!("{}/threads/{thread}/runs", a.base))
+        .json(&json!({"graph": "approval", "input": {"draft": "Hello"}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap_or_default());
+    let paused = wait_for(&client, &a, &thread, |s| {
+        s["interrupts"].as_array().is_some_and(|i| !i.is_empty()) && s["active"] == false
+    })
+    .await;
+    assert_eq!(paused["values"]["published"], false);
+
+    // The other server sees the thread's checkpoints and answers the interrupt.
+    let seen = state(&client, &b, &thread).await;
+    assert_eq!(seen["checkpoint_id"], paused["checkpoint_id"]);
+    let r = client
+        .post(format!("{}/threads/{thread}/resume", b.base))
+        .json(&json!({"value": "yes", "graph": "approval"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 202, "{}", r.text().await.unwrap_or_default());
+    let done = wait_for(&client, &b, &thread, |s| s["values"]["published"] == true).await;
+    assert_eq!(done["values"]["decision"], "yes");
+    // And the first server sees the end of the thread too.
+    let back = state(&client, &a, &thread).await;
+    assert_eq!(back["values"]["published"], true);
+}
