@@ -22,3 +22,16 @@ fn a_second_process_resumes_the_thread() {
     assert!(out.contains("[start] waiting for a human"), "{out}");
     assert!(out.contains("[resume] published: true"), "{out}");
 }
+
+#[test]
+fn the_server_mounted_in_an_axum_app_runs_counter() {
+    let o = Command::new(env!("CARGO_BIN_EXE_axum_app"))
+        .arg("--self-test")
+        .output()
+        .expect("the example runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("GET /health -> {\"ok\":true}"), "{out}");
+    assert!(out.contains("POST /agents/threads/t1/runs -> 202"), "{out}");
+    assert!(out.contains("count: 3"), "{out}");
+}

@@ -1,7 +1,8 @@
 //! Finding graph files under the graphs folder and compiling them once.
 
 use crate::error::ApiError;
-use agentgraph_dsl::{Diagnostic, Project, Registry};
+use crate::reload::{check_file, deps_hash, Checked, Deps, GraphHealth, GraphStatus};
+use agentgraph_dsl::Registry;
 use agentgraph_runtime::{Checkpointer, CompiledGraph};
 use axum::http::StatusCode;
 use serde_json::Value;
@@ -55,6 +56,12 @@ pub struct GraphCache {
     registry: RegistryFactory,
     checkpointer: Arc<dyn Checkpointer>,
     graphs: Mutex<HashMap<PathBuf, CompiledGraph>>,
+    status: Mutex<HashMap<PathBuf, GraphStatus>>,
+    pins: Mutex<HashMap<String, (PathBuf, CompiledGraph)>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl GraphCache {
@@ -70,6 +77,8 @@ impl GraphCache {
             registry,
             checkpointer,
             graphs: Mutex::new(HashMap::new()),
+            status: Mutex::new(HashMap::new()),
+            pins: Mutex::new(HashMap::new()),
         }
     }
 
@@ -111,7 +120,12 @@ impl GraphCache {
 
     /// Loads, checks and compiles the file `path` (not cached).
     pub fn compile(&self, path: &Path) -> Result<CompiledGraph, GraphLoadError> {
-        compile_file(path, &self.registry, &self.checkpointer)
+        self.check(path).result
+    }
+
+    /// Loads, checks and compiles `path`, noting the files it was built from (not cached).
+    pub(crate) fn check(&self, path: &Path) -> Checked {
+        check_file(path, &self.registry, &self.checkpointer)
     }
 
     /// The compiled graph named `name`, compiling it on first use (on a blocking thread).
@@ -125,11 +139,28 @@ impl GraphCache {
             self.checkpointer.clone(),
             path.clone(),
         );
-        let g = tokio::task::spawn_blocking(move || compile_file(&p, &reg, &cp))
+        let checked = tokio::task::spawn_blocking(move || check_file(&p, &reg, &cp))
             .await
-            .map_err(|e| GraphLoadError::Io(format!("compiling {}: {e}", path.display())))??;
-        let mut graphs = self.graphs.lock().unwrap_or_else(|p| p.into_inner());
-        Ok(graphs.entry(path).or_insert(g).clone())
+            .map_err(|e| GraphLoadError::Io(format!("compiling {}: {e}", path.display())))?;
+        let g = checked.result?;
+        let mut graphs = lock(&self.graphs);
+        if let Some(g) = graphs.get(&path) {
+            return Ok(g.clone());
+        }
+        graphs.insert(path.clone(), g.clone());
+        lock(&self.status).insert(
+            path.clone(),
+            GraphStatus {
+                name: self.display_name(&path),
+                path: self.relative(&path),
+                version: 1,
+                hash: deps_hash(&checked.deps),
+                status: GraphHealth::Ok,
+                diagnostics: checked.diagnostics,
+                deps: checked.deps,
+            },
+        );
+        Ok(g)
     }
 
     /// The cached graph of a resolved file, if compiled.
@@ -157,6 +188,107 @@ impl GraphCache {
             .remove(path)
     }
 
+    /// `path` relative to the graphs folder.
+    fn relative(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// The graph name of a file under the graphs folder: its relative path without `.ag`.
+    pub fn display_name(&self, path: &Path) -> String {
+        let rel = self.relative(path);
+        rel.strip_suffix(".ag").map(str::to_string).unwrap_or(rel)
+    }
+
+    /// The live-reload status of every compiled graph, by name.
+    pub fn statuses(&self) -> Vec<GraphStatus> {
+        let mut all: Vec<GraphStatus> = lock(&self.status).values().cloned().collect();
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        all
+    }
+
+    /// The live-reload status of one resolved file, if it was compiled.
+    pub fn status_of(&self, path: &Path) -> Option<GraphStatus> {
+        lock(&self.status).get(path).cloned()
+    }
+
+    /// Compiled files and the files each was last checked with.
+    pub(crate) fn tracked(&self) -> Vec<(PathBuf, Deps)> {
+        lock(&self.status)
+            .iter()
+            .map(|(p, s)| (p.clone(), s.deps.clone()))
+            .collect()
+    }
+
+    /// Serves a new clean version of `path`; returns its version number.
+    pub(crate) fn record_ok(
+        &self,
+        path: &Path,
+        graph: CompiledGraph,
+        deps: Deps,
+        diagnostics: Vec<serde_json::Value>,
+    ) -> u64 {
+        let mut graphs = lock(&self.graphs);
+        let mut status = lock(&self.status);
+        graphs.insert(path.to_path_buf(), graph);
+        let st = status
+            .entry(path.to_path_buf())
+            .or_insert_with(|| GraphStatus {
+                name: self.display_name(path),
+                path: self.relative(path),
+                version: 0,
+                hash: String::new(),
+                status: GraphHealth::Ok,
+                diagnostics: Vec::new(),
+                deps: Deps::new(),
+            });
+        st.version += 1;
+        st.hash = deps_hash(&deps);
+        st.status = GraphHealth::Ok;
+        st.diagnostics = diagnostics;
+        st.deps = deps;
+        st.version
+    }
+
+    /// Notes a broken version of `path` (the serving version stays).
+    pub(crate) fn record_error(
+        &self,
+        path: &Path,
+        deps: Deps,
+        diagnostics: Vec<serde_json::Value>,
+    ) {
+        if let Some(st) = lock(&self.status).get_mut(path) {
+            st.status = GraphHealth::Error;
+            st.diagnostics = diagnostics;
+            st.deps = deps;
+        }
+    }
+
+    /// Keeps `graph` (of file `path`) for `thread`, so resuming it runs the version it started
+    /// with even after a reload.
+    pub(crate) fn pin(&self, thread: &str, path: PathBuf, graph: CompiledGraph) {
+        lock(&self.pins).insert(thread.to_string(), (path, graph));
+    }
+
+    /// Forgets `thread`'s graph (its run ended: the next one uses the newest version).
+    pub(crate) fn unpin(&self, thread: &str) {
+        lock(&self.pins).remove(thread);
+    }
+
+    /// The graph `thread` started with, if it is the file `name` designates and the thread
+    /// may still be resumed; else the newest version of `name`.
+    pub async fn pinned(&self, thread: &str, name: &str) -> Result<CompiledGraph, GraphLoadError> {
+        let path = self.resolve(name)?;
+        if let Some((p, g)) = lock(&self.pins).get(thread) {
+            if *p == path {
+                return Ok(g.clone());
+            }
+        }
+        self.get(name).await
+    }
+
     /// The files compiled so far.
     pub fn paths(&self) -> Vec<PathBuf> {
         self.graphs
@@ -165,27 +297,5 @@ impl GraphCache {
             .keys()
             .cloned()
             .collect()
-    }
-}
-
-fn compile_file(
-    path: &Path,
-    registry: &RegistryFactory,
-    checkpointer: &Arc<dyn Checkpointer>,
-) -> Result<CompiledGraph, GraphLoadError> {
-    let project = Project::load(path).map_err(|e| GraphLoadError::Io(e.to_string()))?;
-    let reg = registry();
-    match project.compile(&reg) {
-        Ok(g) => Ok(g.with_checkpointer(checkpointer.clone())),
-        Err(diags) => {
-            let errors = diags.iter().filter(|d| d.is_error()).count();
-            Err(GraphLoadError::Invalid {
-                message: format!("{} has {errors} error(s)", path.display()),
-                diagnostics: diags
-                    .iter()
-                    .map(|d: &Diagnostic| project.to_json(d))
-                    .collect(),
-            })
-        }
     }
 }

@@ -27,6 +27,14 @@
 //! - `POST /threads/{id}/cancel` → 200 `{thread_id, cancelled, run_id}` (idempotent).
 //! - `GET /threads/{id}/state[?graph=]`, `GET /threads/{id}/history?limit=N[&graph=]`,
 //!   `GET /threads` → `{threads: [{thread_id, graph, active}]}`.
+//! - `GET /graphs` → `{graphs: [{name, path, version, hash, status: "ok"|"error",
+//!   diagnostics}]}`: the graphs compiled so far and their live-reload state; `GET
+//!   /graphs/{name}` → one of them (404 `GRAPH_NOT_FOUND` if never compiled). When a file a
+//!   compiled graph was built from changes (root, `use`d and subgraph files, `file(…)`
+//!   prompts), it is re-checked: a clean edit gets the next `version` and serves new runs; a
+//!   broken one sets `status: "error"` with the diagnostics (each with `code`, `span.line`,
+//!   `span.column` and `rendered` text) and the last good version keeps serving. Runs in
+//!   flight, and threads resumed after an interrupt, keep the version they started with.
 //!
 //! Event ids are the server's own: they start at 1 and rise by one per thread across runs and
 //! restarts (the envelope's `seq` is rewritten to the id), so they never repeat even when a
@@ -35,11 +43,15 @@
 mod error;
 mod events;
 mod graphs;
+mod reload;
 mod routes;
 
 pub use error::{ApiError, ServerError};
 pub use events::{EventLimits, EventStore, StoredEvent};
 pub use graphs::{GraphCache, GraphLoadError, RegistryFactory};
+pub use reload::{
+    recheck_changed, spawn_watcher, GraphHealth, GraphStatus, DEFAULT_WATCH_INTERVAL,
+};
 pub use routes::router;
 
 use agentgraph_dsl::Registry;
@@ -91,6 +103,9 @@ pub struct ServerConfig {
     pub registry: RegistryFactory,
     /// How long shutdown waits for cancelled runs to write their checkpoint (default 10 s).
     pub shutdown_grace: Duration,
+    /// Live reload (default on): [`serve_on`] polls the files of compiled graphs and serves
+    /// clean edits to the next runs (see `GET /graphs`).
+    pub watch: bool,
 }
 
 impl ServerConfig {
@@ -105,6 +120,7 @@ impl ServerConfig {
             event_bytes_per_thread: 2 << 20,
             registry: default_registry(),
             shutdown_grace: Duration::from_secs(10),
+            watch: true,
         }
     }
 
@@ -150,6 +166,7 @@ pub(crate) struct Inner {
     pub(crate) shutdown: CancellationToken,
     pub(crate) max_body_bytes: usize,
     pub(crate) shutdown_grace: Duration,
+    pub(crate) watch: bool,
 }
 
 /// The server's shared state: graphs, checkpointer, event logs and active runs. Cheap to
@@ -210,6 +227,7 @@ impl ServerState {
                 shutdown: CancellationToken::new(),
                 max_body_bytes: config.max_body_bytes,
                 shutdown_grace: config.shutdown_grace,
+                watch: config.watch,
             }),
         })
     }
@@ -281,6 +299,16 @@ pub async fn serve_on(
 ) -> Result<(), ServerError> {
     let app = router(state.clone());
     let stopping = state.clone();
+    let watcher = state
+        .inner
+        .watch
+        .then(|| spawn_watcher(state.clone(), DEFAULT_WATCH_INTERVAL));
+    // Send each SSE event at once: without TCP_NODELAY the first event waits for the
+    // client's delayed ACK (a ~40 ms floor per run on loopback, see docs/benchmarks.md).
+    use axum::serve::ListenerExt;
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
             shutdown.await;
@@ -291,5 +319,10 @@ pub async fn serve_on(
             }
         })
         .await?;
-    state.shutdown().await
+    let done = state.shutdown().await;
+    if let Some(w) = watcher {
+        // The shutdown token stops it; wait for a poll in progress.
+        let _ = w.await;
+    }
+    done
 }

@@ -23,6 +23,9 @@ use tokio_util::sync::CancellationToken;
 pub fn router(state: ServerState) -> Router {
     let limit = state.inner.max_body_bytes;
     Router::new()
+        .route("/", get(index))
+        .route("/graphs", get(list_graphs))
+        .route("/graphs/{*name}", get(graph_status))
         .route("/threads", get(list_threads))
         .route("/threads/{id}/runs", post(start_run))
         .route("/threads/{id}/events", get(events))
@@ -36,6 +39,11 @@ pub fn router(state: ServerState) -> Router {
 }
 
 type ApiResult<T> = Result<T, ApiError>;
+
+/// `GET /`: the chat page (static HTML and JS, no build step).
+async fn index() -> axum::response::Html<&'static str> {
+    axum::response::Html(include_str!("../static/index.html"))
+}
 
 /// Thread ids: 1 to 128 characters among letters, digits and `_ . : -`.
 fn check_thread(id: &str) -> ApiResult<()> {
@@ -205,7 +213,8 @@ async fn resume(
             ApiError::not_found("THREAD_NOT_FOUND", format!("no thread {thread}"))
         })?,
     };
-    let graph = state.inner.graphs.get(&name).await?;
+    // The version the thread started with, even if the file was reloaded since.
+    let graph = state.inner.graphs.pinned(&thread, &name).await?;
     let snapshot = graph
         .get_state(&thread, None)
         .await
@@ -263,6 +272,9 @@ fn launch(
             },
         );
     }
+    if let Ok(path) = state.inner.graphs.resolve(graph_name) {
+        state.inner.graphs.pin(thread, path, graph.clone());
+    }
     if let Err(e) = state.inner.events.set_graph(thread, graph_name) {
         tracing::warn!(thread, "cannot record the thread's graph: {e}");
     }
@@ -312,7 +324,13 @@ async fn drive(
             v.to_string()
         }));
     }
-    let data = match stream.finish().await {
+    let finished = stream.finish().await;
+    // A thread that may be resumed keeps its graph version; else the next run takes the newest.
+    let resumable = matches!(
+        &finished,
+        Ok(out) if matches!(out.status, RunStatus::Interrupted { .. })
+    ) || matches!(&finished, Err(RunError::Cancelled(_)));
+    let data = match finished {
         Ok(out) => match out.status {
             RunStatus::Done => json!({ "status": "done", "run_id": run_id,
                 "checkpoint_id": out.checkpoint_id }),
@@ -328,6 +346,9 @@ async fn drive(
     let mut runs = state.runs();
     log(events.append(&thread, |seq| envelope(seq, "run", data)));
     if runs.get(&thread).is_some_and(|r| r.run_id == run_id) {
+        if !resumable {
+            state.inner.graphs.unpin(&thread);
+        }
         runs.remove(&thread);
     }
 }
@@ -520,4 +541,24 @@ async fn list_threads(State(state): State<ServerState>) -> ApiResult<Json<Value>
         out.push(json!({ "thread_id": t, "graph": graph, "active": active.contains(&t) }));
     }
     Ok(Json(json!({ "threads": out })))
+}
+
+/// `GET /graphs`: the graphs compiled so far, with their live-reload state.
+async fn list_graphs(State(state): State<ServerState>) -> Json<Value> {
+    Json(json!({ "graphs": state.inner.graphs.statuses() }))
+}
+
+/// `GET /graphs/{name}`: one compiled graph's live-reload state.
+async fn graph_status(
+    State(state): State<ServerState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let path = state.inner.graphs.resolve(&name)?;
+    let st = state.inner.graphs.status_of(&path).ok_or_else(|| {
+        ApiError::not_found(
+            "GRAPH_NOT_FOUND",
+            format!("graph `{name}` has not been compiled yet (run it first)"),
+        )
+    })?;
+    Ok(Json(json!(st)))
 }

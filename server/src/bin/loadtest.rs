@@ -1,0 +1,411 @@
+//! A loopback load test of the agentgraph server.
+//!
+//! Starts the server in-process on `127.0.0.1:0` (memory storage by default, `--sled` for a
+//! temporary sled folder) over a generated graphs folder holding one deterministic graph
+//! (`load`: a loop of `--steps` `set` steps, no model), then runs `--runs` runs, at most
+//! `--concurrency` at a time and for at most `--seconds`. Each run gets its own thread: the
+//! client opens the thread's SSE stream (`?lastEventId=0`, so no event can be missed even if
+//! the subscription lags the POST), POSTs the run and reads events until the run-end event.
+//!
+//! Every run is checked: event ids 1, 2, 3, … with no gap or duplicate, `run started` first,
+//! one `updates` event per step, `run done` last. The envelope carries no timestamp, so the
+//! latencies reported are client-side: POST → first event (`run started`), the gap between
+//! consecutive events of a run, and the run's wall time (POST → run-end event).
+//!
+//! ```text
+//! cargo run --release -p agentgraph-server --bin loadtest -- --runs 500 --concurrency 8
+//! ```
+
+use agentgraph_server::{serve_on, ServerConfig, ServerState, Storage};
+use eventsource_stream::Eventsource;
+use futures::StreamExt;
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const USAGE: &str = "usage: loadtest [--runs N] [--concurrency C] [--seconds S] [--steps K] \
+[--sled] [--nodelay] [--json]
+  --runs N         runs to start (default 200)
+  --concurrency C  runs in flight at once, one client task each (default 8)
+  --seconds S      stop starting runs after S seconds (default 60)
+  --steps K        set steps per run (default 5)
+  --sled           store checkpoints and events in a temporary sled folder (default memory)
+  --nodelay        serve with TCP_NODELAY on accepted sockets (axum::serve over the router)
+                   instead of agentgraph_server::serve_on, to compare
+  --json           print the report as JSON instead of a table";
+
+struct Args {
+    runs: usize,
+    concurrency: usize,
+    seconds: u64,
+    steps: usize,
+    sled: bool,
+    nodelay: bool,
+    json: bool,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut a = Args {
+        runs: 200,
+        concurrency: 8,
+        seconds: 60,
+        steps: 5,
+        sled: false,
+        nodelay: false,
+        json: false,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut num = |name: &str| -> Result<u64, String> {
+            it.next()
+                .and_then(|v| v.parse::<u64>().ok())
+                .ok_or_else(|| format!("{name} needs a number"))
+        };
+        match arg.as_str() {
+            "--runs" => a.runs = num("--runs")? as usize,
+            "--concurrency" => a.concurrency = (num("--concurrency")? as usize).max(1),
+            "--seconds" => a.seconds = num("--seconds")?.max(1),
+            "--steps" => a.steps = (num("--steps")? as usize).max(1),
+            "--sled" => a.sled = true,
+            "--nodelay" => a.nodelay = true,
+            "--json" => a.json = true,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(a)
+}
+
+/// What one run measured.
+struct RunResult {
+    events: usize,
+    first_event: Duration,
+    wall: Duration,
+    gaps: Vec<Duration>,
+}
+
+#[derive(Default)]
+struct Collected {
+    ok: Vec<RunResult>,
+    failures: Vec<String>,
+}
+
+fn graph_source(steps: usize) -> String {
+    format!(
+        "# Written by the load test: {steps} deterministic steps, no model.\n\
+         graph load {{\n  state {{\n    count: int = 0\n    limit: int = {steps}\n  }}\n  \
+         config {{ recursion_limit: 1000000 }}\n\n  node bump {{\n    set {{ count: count + 1 }}\n  }}\n\n  \
+         START -> bump\n  bump -> route {{\n    count < limit => bump\n    else          => END\n  }}\n}}\n"
+    )
+}
+
+/// One run on `thread`: SSE first, then the POST, then events until the run ends.
+async fn one_run(
+    http: &reqwest::Client,
+    base: &str,
+    thread: &str,
+    steps: usize,
+) -> Result<RunResult, String> {
+    let limit = Duration::from_secs(60);
+    let deadline = tokio::time::Instant::now() + limit;
+    let resp = tokio::time::timeout_at(
+        deadline,
+        http.get(format!("{base}/threads/{thread}/events?lastEventId=0"))
+            .send(),
+    )
+    .await
+    .map_err(|_| format!("{thread}: no SSE response within 60 s"))?
+    .map_err(|e| format!("{thread}: sse: {e}"))?;
+    if !resp.status().is_success() {
+        return Err(format!("{thread}: sse status {}", resp.status()));
+    }
+    let mut stream = resp.bytes_stream().eventsource();
+    let t0 = Instant::now();
+    let r = tokio::time::timeout_at(
+        deadline,
+        http.post(format!("{base}/threads/{thread}/runs"))
+            .json(&json!({"graph": "load", "input": {}, "stream_modes": ["updates"]}))
+            .send(),
+    )
+    .await
+    .map_err(|_| format!("{thread}: no POST response within 60 s"))?
+    .map_err(|e| format!("{thread}: post: {e}"))?;
+    if r.status().as_u16() != 202 {
+        let status = r.status();
+        let body = r.text().await.unwrap_or_default();
+        return Err(format!("{thread}: post status {status}: {body}"));
+    }
+    let mut times = Vec::new();
+    let mut updates = 0usize;
+    let mut expected_id = 1u64;
+    loop {
+        let ev = tokio::time::timeout_at(deadline, stream.next())
+            .await
+            .map_err(|_| format!("{thread}: no run-end event within 60 s"))?
+            .ok_or_else(|| format!("{thread}: stream closed before the run ended"))?
+            .map_err(|e| format!("{thread}: bad SSE: {e}"))?;
+        let now = Instant::now();
+        if ev.event == "gap" {
+            return Err(format!("{thread}: gap event {}", ev.data));
+        }
+        let id: u64 = ev
+            .id
+            .parse()
+            .map_err(|_| format!("{thread}: non-numeric id {:?}", ev.id))?;
+        if id != expected_id {
+            return Err(format!(
+                "{thread}: event id {id} where {expected_id} was expected (lost, duplicated or out of order)"
+            ));
+        }
+        expected_id += 1;
+        let data: Value =
+            serde_json::from_str(&ev.data).map_err(|e| format!("{thread}: bad JSON: {e}"))?;
+        if data["seq"] != json!(id) {
+            return Err(format!("{thread}: seq {} != id {id}", data["seq"]));
+        }
+        times.push(now);
+        let mode = data["mode"].as_str().unwrap_or("");
+        let status = data["data"]["status"].as_str().unwrap_or("");
+        if id == 1 && !(mode == "run" && status == "started") {
+            return Err(format!("{thread}: first event is not run started: {data}"));
+        }
+        if mode == "updates" {
+            updates += 1;
+        }
+        if mode == "run" && status != "started" {
+            if status != "done" {
+                return Err(format!("{thread}: run ended {status}: {data}"));
+            }
+            if updates != steps {
+                return Err(format!(
+                    "{thread}: {updates} updates events, expected {steps}"
+                ));
+            }
+            break;
+        }
+    }
+    let wall = times[times.len() - 1] - t0;
+    Ok(RunResult {
+        events: times.len(),
+        first_event: times[0] - t0,
+        wall,
+        gaps: times.windows(2).map(|w| w[1] - w[0]).collect(),
+    })
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1].as_secs_f64() * 1000.0
+}
+
+fn stats(mut v: Vec<Duration>) -> Value {
+    v.sort();
+    json!({
+        "p50_ms": round3(percentile(&v, 50.0)),
+        "p99_ms": round3(percentile(&v, 99.0)),
+        "max_ms": round3(v.last().map(|d| d.as_secs_f64() * 1000.0).unwrap_or(0.0)),
+        "samples": v.len(),
+    })
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("loadtest: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let work: PathBuf =
+        std::env::temp_dir().join(format!("agentgraph-loadtest-{}", std::process::id()));
+    let graphs = work.join("graphs");
+    if let Err(e) = std::fs::create_dir_all(&graphs)
+        .and_then(|_| std::fs::write(graphs.join("load.ag"), graph_source(args.steps)))
+    {
+        eprintln!("loadtest: cannot write the graph: {e}");
+        return ExitCode::FAILURE;
+    }
+    let code = run(&args, &work, graphs).await;
+    let _ = std::fs::remove_dir_all(&work);
+    code
+}
+
+async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
+    let storage = if args.sled {
+        Storage::Sled(work.join("db"))
+    } else {
+        Storage::Memory
+    };
+    let config = ServerConfig {
+        // One log per run, each far under the bound.
+        events_per_thread: 500,
+        ..ServerConfig::new(graphs, work.join("db")).storage(storage)
+    };
+    let state = match ServerState::new(&config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("loadtest: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("loadtest: bind: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let base = format!(
+        "http://{}",
+        listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    );
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let stop = async move {
+        let _ = stop_rx.await;
+    };
+    let server = if args.nodelay {
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        let app = agentgraph_server::router(state.clone());
+        tokio::spawn(async move {
+            axum::serve(listener, app)
+                .with_graceful_shutdown(stop)
+                .await?;
+            state.shutdown().await
+        })
+    } else {
+        tokio::spawn(serve_on(listener, state, stop))
+    };
+
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(args.concurrency * 2)
+        .build()
+        .expect("an HTTP client");
+    // Warm up: compile the graph once so the first measured run does not pay for it.
+    if let Err(e) = one_run(&http, &base, "warmup", args.steps).await {
+        eprintln!("loadtest: warm-up run failed: {e}");
+        let _ = stop_tx.send(());
+        return ExitCode::FAILURE;
+    }
+
+    let next = Arc::new(AtomicUsize::new(0));
+    let collected = Arc::new(Mutex::new(Collected::default()));
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(args.seconds);
+    let mut clients = Vec::new();
+    for _ in 0..args.concurrency {
+        let (http, base, next, collected) =
+            (http.clone(), base.clone(), next.clone(), collected.clone());
+        let (runs, steps) = (args.runs, args.steps);
+        clients.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= runs || Instant::now() >= deadline {
+                    break;
+                }
+                let r = one_run(&http, &base, &format!("lt-{i}"), steps).await;
+                let mut c = collected.lock().unwrap_or_else(|p| p.into_inner());
+                match r {
+                    Ok(r) => c.ok.push(r),
+                    Err(e) => c.failures.push(e),
+                }
+            }
+        }));
+    }
+    for c in clients {
+        let _ = c.await;
+    }
+    let elapsed = started.elapsed();
+    let _ = stop_tx.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
+
+    let c = std::mem::take(&mut *collected.lock().unwrap_or_else(|p| p.into_inner()));
+    let completed = c.ok.len();
+    let events: usize = c.ok.iter().map(|r| r.events).sum();
+    let first = stats(c.ok.iter().map(|r| r.first_event).collect());
+    let gaps = stats(c.ok.iter().flat_map(|r| r.gaps.iter().copied()).collect());
+    let wall = stats(c.ok.iter().map(|r| r.wall).collect());
+    let secs = elapsed.as_secs_f64();
+    let report = json!({
+        "runs_requested": args.runs,
+        "runs_completed": completed,
+        "runs_failed": c.failures.len(),
+        "failures": c.failures.iter().take(10).collect::<Vec<_>>(),
+        "concurrency": args.concurrency,
+        "steps": args.steps,
+        "storage": if args.sled { "sled" } else { "memory" },
+        "server": if args.nodelay { "axum::serve + TCP_NODELAY" } else { "serve_on" },
+        "events": events,
+        "events_per_run": events.checked_div(completed).unwrap_or(0),
+        "seconds": round3(secs),
+        "runs_per_sec": round3(completed as f64 / secs),
+        "events_per_sec": round3(events as f64 / secs),
+        "post_to_first_event": first,
+        "between_events": gaps,
+        "run_wall": wall,
+        "latency_note": "client-side: the envelope has no timestamp",
+    });
+    if args.json {
+        println!("{report}");
+    } else {
+        println!(
+            "{} runs of {} steps ({} storage, {}), concurrency {}: {}/{} done, {} failed, {:.2} s",
+            args.runs,
+            args.steps,
+            report["storage"].as_str().unwrap_or(""),
+            report["server"].as_str().unwrap_or(""),
+            args.concurrency,
+            completed,
+            args.runs,
+            c.failures.len(),
+            secs
+        );
+        println!(
+            "runs/s {:.1}, events/s {:.0}, {} events per run\n",
+            report["runs_per_sec"].as_f64().unwrap_or(0.0),
+            report["events_per_sec"].as_f64().unwrap_or(0.0),
+            report["events_per_run"]
+        );
+        println!("| latency (ms)          |    p50 |    p99 |    max |");
+        println!("|-----------------------|-------:|-------:|-------:|");
+        for (name, key) in [
+            ("POST → first event", "post_to_first_event"),
+            ("between events", "between_events"),
+            ("run wall (POST → end)", "run_wall"),
+        ] {
+            let s = &report[key];
+            println!(
+                "| {name:<21} | {:>6.2} | {:>6.2} | {:>6.2} |",
+                s["p50_ms"].as_f64().unwrap_or(0.0),
+                s["p99_ms"].as_f64().unwrap_or(0.0),
+                s["max_ms"].as_f64().unwrap_or(0.0)
+            );
+        }
+        for f in c.failures.iter().take(10) {
+            eprintln!("failure: {f}");
+        }
+    }
+    if c.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
