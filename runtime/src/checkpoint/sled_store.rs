@@ -97,7 +97,15 @@ impl KvStore for SledStore {
     }
 
     async fn flush(&self) -> Result<(), CheckpointError> {
-        self.tree.flush_async().await.map_err(backend)?;
-        Ok(())
+        // Not `flush_async`: in sled 0.34 concurrent `flush_async` calls can deadlock (sled
+        // issue #1308, fixed only on its unreleased main branch), which stalled a server
+        // running many threads at once. A blocking flush on the blocking pool is safe.
+        let tree = self.tree.clone();
+        match tokio::task::spawn_blocking(move || tree.flush()).await {
+            Ok(r) => r.map(|_| ()).map_err(backend),
+            Err(e) => Err(CheckpointError::Backend(format!(
+                "sled flush task failed: {e}"
+            ))),
+        }
     }
 }

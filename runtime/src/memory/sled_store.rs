@@ -82,7 +82,7 @@ impl ChatMemory for SledMemory {
             batch.insert(key, serde_json::to_vec(m)?);
         }
         self.tree.apply_batch(batch).map_err(backend)?;
-        self.tree.flush_async().await.map_err(backend)?;
+        flush(&self.tree).await?;
         Ok(())
     }
 
@@ -93,7 +93,17 @@ impl ChatMemory for SledMemory {
             batch.remove(k);
         }
         self.tree.apply_batch(batch).map_err(backend)?;
-        self.tree.flush_async().await.map_err(backend)?;
+        flush(&self.tree).await?;
         Ok(())
+    }
+}
+
+/// Flushes `tree` on the blocking pool (sled 0.34's `flush_async` can deadlock when called
+/// concurrently: sled issue #1308).
+async fn flush(tree: &sled::Tree) -> Result<(), MemoryError> {
+    let tree = tree.clone();
+    match tokio::task::spawn_blocking(move || tree.flush()).await {
+        Ok(r) => r.map(|_| ()).map_err(backend),
+        Err(e) => Err(MemoryError::Backend(format!("sled flush task failed: {e}"))),
     }
 }
