@@ -286,11 +286,23 @@ async fn serve(
         }
     }
     config.registry = std::sync::Arc::new(graph::registry);
-    eprintln!("serving on http://{addr} (Ctrl-C stops)");
+    let state = match agentgraph_server::ServerState::new(&config) {
+        Ok(state) => state,
+        Err(e) => return graph::fail(e, exit::FAILED),
+    };
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => return graph::fail(format!("cannot listen on {addr}: {e}"), exit::USAGE),
+    };
+    // The bound address, so `--addr 127.0.0.1:0` tells the caller which port it got.
+    match listener.local_addr() {
+        Ok(bound) => eprintln!("serving on http://{bound} (Ctrl-C stops)"),
+        Err(_) => eprintln!("serving on http://{addr} (Ctrl-C stops)"),
+    }
     let shutdown = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    match agentgraph_server::serve(config, shutdown).await {
+    match agentgraph_server::serve_on(listener, state, shutdown).await {
         Ok(()) => exit::DONE,
         Err(e) => graph::fail(e, exit::FAILED),
     }

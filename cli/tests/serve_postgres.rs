@@ -20,31 +20,46 @@ impl Drop for Server {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
+/// Starts `agentgraph serve` on port 0 and reads the bound address from its first stderr
+/// line (`serving on http://…`), so parallel tests never race for a port.
 fn start(url: &str) -> Server {
+    use std::io::BufRead;
     let db = tempfile::tempdir().unwrap();
-    let port = free_port();
     let graphs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../graphs/examples");
-    let child = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
         .arg("--db")
         .arg(db.path())
         .arg("serve")
         .arg("--graphs")
         .arg(graphs)
-        .args(["--addr", &format!("127.0.0.1:{port}"), "--postgres", url])
+        .args(["--addr", "127.0.0.1:0", "--postgres", url])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn()
         .expect("agentgraph serve starts");
+    let stderr = child.stderr.take().expect("piped stderr");
+    let mut lines = std::io::BufReader::new(stderr).lines();
+    let mut seen = Vec::new();
+    let base = loop {
+        match lines.next() {
+            Some(Ok(line)) => {
+                if let Some(rest) = line.strip_prefix("serving on ") {
+                    break rest
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or_default()
+                        .to_string();
+                }
+                seen.push(line);
+            }
+            _ => panic!("agentgraph serve exited before listening: {seen:?}"),
+        }
+    };
+    // Keep draining stderr so the server never blocks on a full pipe.
+    std::thread::spawn(move || for _ in lines {});
     Server {
         child,
-        base: format!("http://127.0.0.1:{port}"),
+        base,
         _db: db,
     }
 }

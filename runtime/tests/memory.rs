@@ -1,6 +1,6 @@
 //! Chat memory stores: buffer, window, sled and Redis.
 //!
-//! The Redis tests start their own `redis-server` on a free port (no persistence) and skip,
+//! The Redis tests start their own `redis-server` on a Unix socket (no persistence) and skip,
 //! printing why, when the binary is not on PATH.
 
 use agentgraph_runtime::memory::{
@@ -152,10 +152,12 @@ async fn sled_shares_a_db_in_its_own_tree() {
     assert_eq!(ids(&mem.load("s").await.unwrap()), ["1"]);
 }
 
-/// A `redis-server` child on a free port, killed on drop.
+/// A `redis-server` child listening only on a Unix socket in its own temporary directory
+/// (no TCP port, so parallel tests cannot race for one), killed on drop.
 struct RedisServer {
     child: Child,
     url: String,
+    _dir: tempfile::TempDir,
 }
 
 impl Drop for RedisServer {
@@ -165,18 +167,19 @@ impl Drop for RedisServer {
     }
 }
 
-/// Starts a server, or `None` (with a printed reason) when `redis-server` is absent.
+/// Starts a server and waits until it answers PING, or `None` (with a printed reason) when
+/// `redis-server` is absent.
 async fn redis_server() -> Option<RedisServer> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("redis.sock");
     let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--port", "0", "--unixsocket"])
+        .arg(&socket)
         .args(["--save", "", "--appendonly", "no"])
+        .arg("--dir")
+        .arg(dir.path())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .spawn();
     let child = match child {
         Ok(c) => c,
@@ -186,20 +189,34 @@ async fn redis_server() -> Option<RedisServer> {
         }
         Err(e) => panic!("starting redis-server: {e}"),
     };
-    let server = RedisServer {
+    let mut server = RedisServer {
         child,
-        url: format!("redis://127.0.0.1:{port}/"),
+        url: format!("unix://{}", socket.display()),
+        _dir: dir,
     };
-    for _ in 0..200 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return Some(server);
+    let client = redis::Client::open(server.url.as_str()).unwrap();
+    let mut last_error = String::from("socket never appeared");
+    for _ in 0..500 {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            let mut stderr = String::new();
+            if let Some(mut err) = server.child.stderr.take() {
+                use std::io::Read;
+                let _ = err.read_to_string(&mut stderr);
+            }
+            panic!("redis-server exited ({status}) before answering: {stderr}");
+        }
+        if socket.exists() {
+            match client.get_multiplexed_tokio_connection().await {
+                Ok(mut conn) => match redis::cmd("PING").query_async::<String>(&mut conn).await {
+                    Ok(_) => return Some(server),
+                    Err(e) => last_error = e.to_string(),
+                },
+                Err(e) => last_error = e.to_string(),
+            }
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    panic!("redis-server did not listen on port {port} within 2 s");
+    panic!("redis-server did not answer PING within 5 s: {last_error}");
 }
 
 #[tokio::test]
@@ -245,17 +262,44 @@ async fn redis_ttl_expires_and_is_refreshed_on_append() {
     let Some(server) = redis_server().await else {
         return;
     };
+    let ttl = Duration::from_secs(3);
     let mem = RedisMemory::connect(&server.url)
         .await
         .unwrap()
-        .with_ttl(Some(Duration::from_secs(1)));
-    mem.append("s", &[human("1")]).await.unwrap();
+        .with_ttl(Some(ttl))
+        .with_prefix("t:");
+    let client = redis::Client::open(server.url.as_str()).unwrap();
+    let conn = client.get_multiplexed_tokio_connection().await.unwrap();
+    let pttl = |key: &'static str| {
+        let mut conn = conn.clone();
+        async move {
+            redis::cmd("PTTL")
+                .arg(key)
+                .query_async::<i64>(&mut conn)
+                .await
+                .unwrap()
+        }
+    };
+    // Every append sets the expiry to the full TTL.
     mem.append("keep", &[human("k")]).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(600)).await;
+    let first = pttl("t:keep").await;
+    assert!(first > 0 && first <= 3000, "PTTL after append: {first}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let aged = pttl("t:keep").await;
+    assert!(aged < first, "the TTL counts down: {first} then {aged}");
     mem.append("keep", &[ai("k2")]).await.unwrap();
-    assert_eq!(ids(&mem.load("s").await.unwrap()), ["1"]);
-    tokio::time::sleep(Duration::from_millis(900)).await;
-    // 1.5 s after its only append "s" is gone; "keep" was refreshed 0.9 s ago.
-    assert!(mem.load("s").await.unwrap().is_empty());
+    let refreshed = pttl("t:keep").await;
+    assert!(
+        refreshed > aged,
+        "append refreshes the TTL: {aged} then {refreshed}"
+    );
     assert_eq!(ids(&mem.load("keep").await.unwrap()), ["k", "k2"]);
+    // A session whose TTL has passed is gone (the wait adapts to how long the TTL had left).
+    let short = mem.with_ttl(Some(Duration::from_millis(200)));
+    short.append("s", &[human("1")]).await.unwrap();
+    let left = pttl("t:s").await;
+    assert!(left > 0 && left <= 200, "PTTL with a 200 ms TTL: {left}");
+    tokio::time::sleep(Duration::from_millis(left as u64 + 50)).await;
+    assert!(short.load("s").await.unwrap().is_empty());
+    assert_eq!(pttl("t:s").await, -2, "the key no longer exists");
 }
