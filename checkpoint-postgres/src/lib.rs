@@ -24,6 +24,9 @@
 //! ```
 //!
 //! Connections are plain TCP or Unix sockets (no TLS yet).
+//!
+//! [`PostgresCheckpointer::thread_locks`] gives the processes a shared "one active run per
+//! thread" rule ([`PostgresThreadLocks`], on advisory locks).
 
 use agentgraph_runtime::checkpoint::{
     AsyncKvStore, ChannelEntry, Checkpoint, CheckpointError, CheckpointTuple, Checkpointer,
@@ -34,6 +37,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
 use tokio_postgres::{Client, NoTls, Statement};
+
+mod thread_locks;
+pub use thread_locks::PostgresThreadLocks;
 
 /// Errors of connecting to and configuring the PostgreSQL store. Errors of the checkpoint
 /// operations themselves are [`CheckpointError::Backend`] carrying this error's message.
@@ -475,6 +481,13 @@ impl PostgresCheckpointer {
     /// The underlying store.
     pub fn store(&self) -> &PostgresStore {
         self.inner.store()
+    }
+
+    /// Thread leases shared by every process using this database and table (one extra
+    /// connection): give them to a server so that a thread runs on one process at a time.
+    pub async fn thread_locks(&self) -> Result<PostgresThreadLocks, PostgresError> {
+        let store = self.inner.store();
+        PostgresThreadLocks::open(store.config.clone(), store.table.clone()).await
     }
 }
 

@@ -277,10 +277,17 @@ async fn serve(
     if let Some(url) = postgres {
         match agentgraph_postgres::PostgresCheckpointer::connect(&url).await {
             Ok(cp) => {
-                config = config.storage(agentgraph_server::Storage::Checkpointer {
-                    checkpointer: std::sync::Arc::new(cp),
-                    events_dir: Some(ctx.db.join("server-events")),
-                });
+                // One active run per thread across every server on this database.
+                let locks = match cp.thread_locks().await {
+                    Ok(l) => l,
+                    Err(e) => return graph::fail(e, exit::USAGE),
+                };
+                config = config
+                    .storage(agentgraph_server::Storage::Checkpointer {
+                        checkpointer: std::sync::Arc::new(cp),
+                        events_dir: Some(ctx.db.join("server-events")),
+                    })
+                    .thread_locks(std::sync::Arc::new(locks));
             }
             Err(e) => return graph::fail(e, exit::USAGE),
         }

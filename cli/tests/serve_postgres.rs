@@ -1,5 +1,6 @@
 //! Two `agentgraph serve` processes sharing threads through PostgreSQL: a run started on one
-//! stops at an interrupt and is resumed on the other. Needs `AGENTGRAPH_TEST_POSTGRES_URL`
+//! stops at an interrupt and is resumed on the other, and a thread runs on one server at a
+//! time (advisory-lock leases). Needs `AGENTGRAPH_TEST_POSTGRES_URL`
 //! (`.ci/run` starts a server and sets it); skips with a printed reason otherwise.
 
 use serde_json::{json, Value};
@@ -78,8 +79,14 @@ async fn wait_up(client: &reqwest::Client, s: &Server) {
 }
 
 async fn state(client: &reqwest::Client, s: &Server, thread: &str) -> Value {
+    // Thread ids say which example graph they run: `one-…` the counter, others the approval.
+    let graph = if thread.starts_with("one-") {
+        "counter"
+    } else {
+        "approval"
+    };
     client
-        .get(format!("{}/threads/{thread}/state?graph=approval", s.base))
+        .get(format!("{}/threads/{thread}/state?graph={graph}", s.base))
         .send()
         .await
         .unwrap()
@@ -148,4 +155,101 @@ async fn a_run_started_on_one_server_is_resumed_on_another() {
     // And the first server sees the end of the thread too.
     let back = state(&client, &a, &thread).await;
     assert_eq!(back["values"]["published"], true);
+}
+
+async fn post(client: &reqwest::Client, s: &Server, path: &str, body: Value) -> (u16, Value) {
+    let r = client
+        .post(format!("{}{path}", s.base))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thread_runs_on_one_server_at_a_time() {
+    let Some(url) = std::env::var("AGENTGRAPH_TEST_POSTGRES_URL")
+        .ok()
+        .filter(|u| !u.is_empty())
+    else {
+        eprintln!("skipped: AGENTGRAPH_TEST_POSTGRES_URL is not set (.ci/run starts PostgreSQL)");
+        return;
+    };
+    let (a, b) = (start(&url), start(&url));
+    let client = reqwest::Client::new();
+    wait_up(&client, &a).await;
+    wait_up(&client, &b).await;
+    let thread = format!("one-{}", std::process::id());
+    let counter = json!({"graph": "counter", "input": {"limit": 1_000_000},
+        "recursion_limit": 2_000_000});
+
+    // A long run on `a`; `b` refuses to start or resume the same thread meanwhile.
+    let (st, v) = post(
+        &client,
+        &a,
+        &format!("/threads/{thread}/runs"),
+        counter.clone(),
+    )
+    .await;
+    assert_eq!(st, 202, "{v}");
+    wait_for(&client, &a, &thread, |s| {
+        s["values"]["count"].as_i64() >= Some(3)
+    })
+    .await;
+    let (st, v) = post(
+        &client,
+        &b,
+        &format!("/threads/{thread}/runs"),
+        counter.clone(),
+    )
+    .await;
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (409, Some("RUN_ACTIVE")),
+        "{v}"
+    );
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("another server"),
+        "{v}"
+    );
+    let resume = json!({"graph": "counter"});
+    let (st, v) = post(
+        &client,
+        &b,
+        &format!("/threads/{thread}/resume"),
+        resume.clone(),
+    )
+    .await;
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (409, Some("RUN_ACTIVE")),
+        "{v}"
+    );
+
+    // Cancelled on `a` (it checkpoints and lets the thread go): `b` continues it, and now
+    // `a` is the one refused.
+    let (st, v) = post(&client, &a, &format!("/threads/{thread}/cancel"), json!({})).await;
+    assert_eq!((st, v["cancelled"].as_bool()), (200, Some(true)), "{v}");
+    let stopped = wait_for(&client, &a, &thread, |s| s["active"] == false).await;
+    let at = stopped["values"]["count"].as_i64().unwrap_or(0);
+    let (st, v) = post(&client, &b, &format!("/threads/{thread}/resume"), resume).await;
+    assert_eq!(st, 202, "{v}");
+    wait_for(&client, &b, &thread, |s| {
+        s["values"]["count"].as_i64() > Some(at + 2)
+    })
+    .await;
+    let (st, v) = post(&client, &a, &format!("/threads/{thread}/runs"), counter).await;
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (409, Some("RUN_ACTIVE")),
+        "{v}"
+    );
+    let (st, _) = post(&client, &b, &format!("/threads/{thread}/cancel"), json!({})).await;
+    assert_eq!(st, 200);
+    wait_for(&client, &b, &thread, |s| s["active"] == false).await;
 }

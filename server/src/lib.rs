@@ -55,6 +55,7 @@ pub use reload::{
 pub use routes::router;
 
 use agentgraph_dsl::Registry;
+use agentgraph_runtime::checkpoint::ThreadLocks;
 use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
 use std::collections::HashMap;
 use std::future::Future;
@@ -106,6 +107,10 @@ pub struct ServerConfig {
     /// Live reload (default on): [`serve_on`] polls the files of compiled graphs and serves
     /// clean edits to the next runs (see `GET /graphs`).
     pub watch: bool,
+    /// Leases that make "one active run per thread" hold across every server sharing the
+    /// storage (e.g. `PostgresCheckpointer::thread_locks`). `None` (the default): this
+    /// process's own bookkeeping only, which is all a server on its own sled folder needs.
+    pub thread_locks: Option<Arc<dyn ThreadLocks>>,
 }
 
 impl ServerConfig {
@@ -121,6 +126,7 @@ impl ServerConfig {
             registry: default_registry(),
             shutdown_grace: Duration::from_secs(10),
             watch: true,
+            thread_locks: None,
         }
     }
 
@@ -133,6 +139,12 @@ impl ServerConfig {
     /// The same configuration listening on `addr`.
     pub fn addr(mut self, addr: SocketAddr) -> Self {
         self.addr = addr;
+        self
+    }
+
+    /// The same configuration with shared thread leases (see [`ServerConfig::thread_locks`]).
+    pub fn thread_locks(mut self, locks: Arc<dyn ThreadLocks>) -> Self {
+        self.thread_locks = Some(locks);
         self
     }
 }
@@ -162,6 +174,7 @@ pub(crate) struct Inner {
     pub(crate) events: EventStore,
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) runs: Mutex<HashMap<String, ActiveRun>>,
+    pub(crate) thread_locks: Option<Arc<dyn ThreadLocks>>,
     pub(crate) tasks: TaskTracker,
     pub(crate) shutdown: CancellationToken,
     pub(crate) max_body_bytes: usize,
@@ -223,6 +236,7 @@ impl ServerState {
                 events,
                 checkpointer,
                 runs: Mutex::new(HashMap::new()),
+                thread_locks: config.thread_locks.clone(),
                 tasks: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
                 max_body_bytes: config.max_body_bytes,

@@ -2,6 +2,7 @@
 
 use crate::error::ApiError;
 use crate::{ActiveRun, ServerState};
+use agentgraph_runtime::checkpoint::ThreadLease;
 use agentgraph_runtime::{
     CompiledGraph, Input, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunStatus,
 };
@@ -196,6 +197,7 @@ async fn start_run(
         Input::Values(input),
         config,
     )
+    .await
 }
 
 async fn resume(
@@ -234,11 +236,13 @@ async fn resume(
         ));
     };
     let config = RunConfig::thread(thread.clone()).modes(modes);
-    launch(&state, &thread, &name, graph, input, config)
+    launch(&state, &thread, &name, graph, input, config).await
 }
 
-/// Registers the run (409 if one is active) and spawns it; answers 202.
-fn launch(
+/// Takes the thread's shared lease when the server has thread locks (409 when another
+/// server runs the thread), registers the run (409 if one is active here) and spawns it;
+/// answers 202.
+async fn launch(
     state: &ServerState,
     thread: &str,
     graph_name: &str,
@@ -246,6 +250,27 @@ fn launch(
     input: Input,
     mut config: RunConfig,
 ) -> ApiResult<Response> {
+    let lease = match &state.inner.thread_locks {
+        None => None,
+        Some(locks) => match locks.try_acquire(thread).await {
+            Ok(Some(lease)) => Some(lease),
+            Ok(None) => {
+                // Active here (the local check below says which run) or on another server.
+                ensure_idle(state, thread)?;
+                return Err(ApiError::conflict(
+                    "RUN_ACTIVE",
+                    format!("a run is active on thread {thread} on another server"),
+                ));
+            }
+            Err(e) => {
+                return Err(ApiError::new(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "STORAGE_UNAVAILABLE",
+                    format!("cannot take the lock of thread {thread}: {e}"),
+                ))
+            }
+        },
+    };
     let run_id = uuid::Uuid::new_v4().to_string();
     let cancel = CancellationToken::new();
     config.cancel = cancel.clone();
@@ -283,7 +308,7 @@ fn launch(
     state
         .inner
         .tasks
-        .spawn(async move { drive(st, t, rid, graph, input, config).await });
+        .spawn(async move { drive(st, t, rid, graph, input, config, lease).await });
     Ok((
         StatusCode::ACCEPTED,
         Json(json!({ "run_id": run_id, "thread_id": thread, "graph": graph_name })),
@@ -304,6 +329,7 @@ async fn drive(
     graph: CompiledGraph,
     input: Input,
     config: RunConfig,
+    lease: Option<ThreadLease>,
 ) {
     let events = &state.inner.events;
     let log = |r: Result<u64, crate::ServerError>| {
@@ -341,6 +367,11 @@ async fn drive(
         Err(RunError::Cancelled(_)) => json!({ "status": "cancelled", "run_id": run_id }),
         Err(e) => json!({ "status": "failed", "run_id": run_id, "error": e.to_string() }),
     };
+    // The shared lease goes first, so another server may take the thread as soon as a
+    // client has seen the end event.
+    if let Some(lease) = lease {
+        lease.release().await;
+    }
     // The end event and the removal happen under the runs lock, so a run started after the
     // client saw the end event never interleaves with it and never gets 409.
     let mut runs = state.runs();

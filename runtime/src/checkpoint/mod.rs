@@ -10,12 +10,14 @@ mod keys;
 pub(crate) mod kv;
 mod memory;
 mod sled_store;
+mod thread_locks;
 
 pub mod conformance;
 
 pub use kv::{AsyncKvStore, KvCheckpointer, KvStore, KvVisitor};
 pub use memory::{MemoryCheckpointer, MemoryStore};
 pub use sled_store::{SledCheckpointer, SledStore};
+pub use thread_locks::{LocalThreadLocks, ReleaseFn, ThreadLease, ThreadLocks};
 
 use crate::ids::CheckpointId;
 use async_trait::async_trait;

@@ -1,0 +1,161 @@
+//! Thread leases on PostgreSQL session advisory locks, so several processes sharing one
+//! database agree on "at most one active run per thread".
+//!
+//! Each lease is `pg_try_advisory_lock(key)` on one dedicated connection, where `key` is a
+//! 64-bit FNV-1a hash of the checkpoint table's name and the thread id (so two applications
+//! with different tables never block each other). Releasing runs `pg_advisory_unlock(key)` on
+//! the same connection. Session locks die with their session, so a process that crashes or
+//! loses its connection frees its threads at once: no stale locks, no expiry to tune. The
+//! flip side: when the lock connection drops while runs are active, their leases are gone
+//! (logged); the next acquire reconnects.
+
+use crate::{connection_lost, describe, PostgresError};
+use agentgraph_runtime::checkpoint::{CheckpointError, ThreadLease, ThreadLocks};
+use async_trait::async_trait;
+use std::sync::Arc;
+use tokio_postgres::{Client, NoTls};
+
+/// [`ThreadLocks`] on PostgreSQL advisory locks (see the module docs).
+pub struct PostgresThreadLocks {
+    config: tokio_postgres::Config,
+    namespace: String,
+    client: tokio::sync::Mutex<Option<Arc<Client>>>,
+}
+
+impl std::fmt::Debug for PostgresThreadLocks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PostgresThreadLocks")
+            .field("namespace", &self.namespace)
+            .finish()
+    }
+}
+
+/// FNV-1a, 64 bits: stable across processes, builds and platforms (unlike `DefaultHasher`).
+fn fnv1a(parts: &[&[u8]]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for b in *part {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        // A separator, so ("ab", "c") and ("a", "bc") differ.
+        h ^= 0xff;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+impl PostgresThreadLocks {
+    /// Leases for the threads of the checkpoint table `namespace` (its qualified name), over
+    /// a connection opened with `config`.
+    pub(crate) async fn open(
+        config: tokio_postgres::Config,
+        namespace: String,
+    ) -> Result<Self, PostgresError> {
+        let locks = Self {
+            config,
+            namespace,
+            client: tokio::sync::Mutex::new(None),
+        };
+        locks.client(None).await?;
+        Ok(locks)
+    }
+
+    /// The advisory-lock key of `thread`.
+    pub fn key(&self, thread: &str) -> i64 {
+        fnv1a(&[self.namespace.as_bytes(), thread.as_bytes()]) as i64
+    }
+
+    /// The lock connection, reconnecting when it was closed or is `stale` (found dead).
+    async fn client(&self, stale: Option<&Arc<Client>>) -> Result<Arc<Client>, PostgresError> {
+        let mut current = self.client.lock().await;
+        if let Some(c) = current.as_ref() {
+            if !c.is_closed() && !stale.is_some_and(|s| Arc::ptr_eq(s, c)) {
+                return Ok(c.clone());
+            }
+        }
+        let (client, connection) = self
+            .config
+            .connect(NoTls)
+            .await
+            .map_err(PostgresError::Connect)?;
+        let namespace = self.namespace.clone();
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::warn!(
+                    error = %e, namespace = %namespace,
+                    "PostgreSQL thread-lock connection closed: the thread leases it held are released"
+                );
+            }
+        });
+        let client = Arc::new(client);
+        *current = Some(client.clone());
+        Ok(client)
+    }
+}
+
+fn query_error(source: tokio_postgres::Error) -> CheckpointError {
+    CheckpointError::Backend(format!("PostgreSQL thread lock: {}", describe(&source)))
+}
+
+#[async_trait]
+impl ThreadLocks for PostgresThreadLocks {
+    async fn try_acquire(&self, thread: &str) -> Result<Option<ThreadLease>, CheckpointError> {
+        let key = self.key(thread);
+        let mut client = self.client(None).await?;
+        let row = match client
+            .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+            .await
+        {
+            Ok(row) => row,
+            // The session died since the last call (its leases with it): reconnect once.
+            Err(e) if connection_lost(&e) => {
+                client = self.client(Some(&client)).await?;
+                client
+                    .query_one("SELECT pg_try_advisory_lock($1)", &[&key])
+                    .await
+                    .map_err(query_error)?
+            }
+            Err(e) => return Err(query_error(e)),
+        };
+        let taken: bool = row.try_get(0).map_err(query_error)?;
+        if !taken {
+            return Ok(None);
+        }
+        let name = thread.to_string();
+        Ok(Some(ThreadLease::new(
+            thread,
+            Box::new(move || {
+                Box::pin(async move {
+                    // On the session that took it; a closed session already let it go.
+                    if client.is_closed() {
+                        return;
+                    }
+                    if let Err(e) = client
+                        .query_one("SELECT pg_advisory_unlock($1)", &[&key])
+                        .await
+                    {
+                        tracing::warn!(thread = %name, error = %describe(&e),
+                            "could not release a PostgreSQL thread lock");
+                    }
+                })
+            }),
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fnv1a;
+
+    #[test]
+    fn keys_are_stable_and_separate_parts() {
+        // Fixed value: a change would let old and new processes disagree on a thread's key.
+        assert_eq!(
+            fnv1a(&[b"agentgraph_checkpoints", b"t1"]),
+            0x6f67_30b2_d943_d761
+        );
+        assert_ne!(fnv1a(&[b"ab", b"c"]), fnv1a(&[b"a", b"bc"]));
+        assert_eq!(fnv1a(&[]), 0xcbf2_9ce4_8422_2325);
+    }
+}
