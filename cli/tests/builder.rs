@@ -5,168 +5,31 @@
 //! Each folder of `tests/scenarios/` holds one prompt: `expect.json` (the prompt, the node
 //! types and the typed connections the final workflow must have) and one script per
 //! architecture (`single.json`, `multi.json`). The final workflow must also pass every check
-//! of validate_structure and validate_configuration (no finding at all).
+//! of validate_structure and validate_configuration (no finding at all). The scenario helpers
+//! live in `scenario/mod.rs`, shared with `builder_wire.rs` (the same scenarios over the real
+//! provider wire formats).
+
+mod scenario;
 
 use agentgraph_runtime::{Input, RunConfig};
-use agentgraph_std_tools::catalogue::Catalogue;
-use agentgraph_std_tools::validate::validate;
-use agentgraph_std_tools::workflow::Workflow;
+use scenario::{catalogue, catalogue_dir, check, graph, human, prompt, root, scenarios};
 use serde_json::{json, Value};
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn catalogue_dir() -> Option<PathBuf> {
-    let dir = root().join("../shared/data/n8n");
-    dir.join("n8n-nodes-base/nodes.json")
-        .exists()
-        .then_some(dir)
-}
-
-fn catalogue() -> Option<Arc<Catalogue>> {
-    static C: OnceLock<Option<Arc<Catalogue>>> = OnceLock::new();
-    C.get_or_init(|| {
-        catalogue_dir().map(|d| Arc::new(Catalogue::load_n8n_dir(d).expect("the catalogue loads")))
-    })
-    .clone()
-}
-
-fn scenarios() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("tests/scenarios"))
-        .expect("tests/scenarios exists")
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.join("expect.json").exists())
-        .collect();
-    dirs.sort();
-    dirs
-}
-
-fn graph(arch: &str) -> PathBuf {
-    root().join(format!("graphs/workflow-builder/{arch}-agent.ag"))
-}
-
-fn read_json(p: &Path) -> Value {
-    let text = std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-/// Checks a final workflow against a scenario's expectations; returns the problems.
-fn check(scenario: &Path, arch: &str, workflow: &Value) -> Vec<String> {
-    let expect = read_json(&scenario.join("expect.json"));
-    let name = scenario.file_name().unwrap().to_string_lossy().into_owned();
-    let mut problems = Vec::new();
-    let wf = match Workflow::from_value_ref(workflow) {
-        Ok(w) => w,
-        Err(e) => return vec![format!("{name}/{arch}: not a workflow: {e}")],
-    };
-    if let Some(n) = expect.get("name").and_then(Value::as_str) {
-        if wf.name.as_deref() != Some(n) {
-            problems.push(format!("{name}/{arch}: name {:?}, expected {n:?}", wf.name));
-        }
-    }
-    let mut types: Vec<String> = wf.nodes.iter().map(|n| n.node_type.clone()).collect();
-    types.sort();
-    let mut want: Vec<String> = serde_json::from_value(expect["nodes"].clone()).unwrap();
-    want.sort();
-    if types != want {
-        problems.push(format!(
-            "{name}/{arch}: node types {types:?}, expected {want:?}"
-        ));
-    }
-    let type_of: BTreeMap<&str, &str> = wf
-        .nodes
-        .iter()
-        .map(|n| (n.name.as_str(), n.node_type.as_str()))
-        .collect();
-    let mut edges: Vec<[String; 3]> = wf
-        .edges()
-        .iter()
-        .map(|e| {
-            [
-                type_of.get(e.source.as_str()).unwrap_or(&"?").to_string(),
-                e.kind.clone(),
-                type_of
-                    .get(e.target.node.as_str())
-                    .unwrap_or(&"?")
-                    .to_string(),
-            ]
-        })
-        .collect();
-    edges.sort();
-    let mut want_edges: Vec<[String; 3]> =
-        serde_json::from_value(expect["connections"].clone()).unwrap();
-    want_edges.sort();
-    if edges != want_edges {
-        problems.push(format!(
-            "{name}/{arch}: connections {edges:?}, expected {want_edges:?}"
-        ));
-    }
-    if let Some(c) = catalogue() {
-        let report = validate(&wf, &c);
-        if !report.findings.is_empty() {
-            problems.push(format!(
-                "{name}/{arch}: validation findings:\n{}",
-                report.render_text("  ")
-            ));
-        }
-    }
-    problems
-}
-
-fn prompt(scenario: &Path) -> String {
-    read_json(&scenario.join("expect.json"))["prompt"]
-        .as_str()
-        .unwrap()
-        .to_string()
-}
-
-fn human(text: &str) -> Value {
-    json!({"messages": [{"type": "human", "content": text}]})
-}
-
-/// Runs one turn through the CLI; returns the final state.
+/// Runs one turn through the CLI with the scripted model; returns the final state.
 fn cli_turn(db: &Path, arch: &str, scripts: &Path, thread: &str, text: &str) -> Value {
-    let cat = catalogue_dir().unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
-        .arg("--db")
-        .arg(db)
-        .arg("run")
-        .arg(graph(arch))
-        .args([
-            "--thread",
-            thread,
-            "--json",
-            "--input",
-            &human(text).to_string(),
-        ])
-        .env("AGENTGRAPH_PROVIDER", "scripted")
-        .env("AGENTGRAPH_SCRIPT_DIR", scripts)
-        .env("AGENTGRAPH_N8N_CATALOGUE", cat)
-        .env_remove("AGENTGRAPH_SCRIPT_STATE")
-        .output()
-        .expect("the agentgraph binary runs");
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success(),
-        "{arch} on {}: exit {:?}\n{}\n{}",
-        scripts.display(),
-        o.status.code(),
-        stdout,
-        String::from_utf8_lossy(&o.stderr)
+    let o = scenario::cli_turn_output(
+        db,
+        arch,
+        thread,
+        text,
+        &[
+            ("AGENTGRAPH_PROVIDER", "scripted".as_ref()),
+            ("AGENTGRAPH_SCRIPT_DIR", scripts.as_os_str()),
+        ],
     );
-    serde_json::from_str(
-        stdout
-            .lines()
-            .rev()
-            .find(|l| !l.is_empty())
-            .unwrap_or("null"),
-    )
-    .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+    scenario::final_state(&o, &format!("{arch} on {}", scripts.display()))
 }
 
 #[test]
