@@ -53,6 +53,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 /// * 16 workflows have non-sticky nodes without any connection: 12 give UNREACHABLE_NODE
 ///   ("no connections at all") or SUB_NODE_NOT_CONNECTED, 2 only lone triggers
 ///   (TRIGGER_NOT_CONNECTED), and in 2 the lone nodes are disabled (never reported).
+/// * UNKNOWN_PARAMETER: 23 genuine stale or misplaced keys in 9 workflows (invented IMAP
+///   `operation`/`limit`, Airtable v1 `filterByFormula` outside `additionalOptions`, HTTP
+///   Request 4.2 pagination settings one level too high, a v1 option on v4.2, …).
 /// * no FROM_AI_OUTSIDE_TOOL: the three sticky notes mentioning `$fromAI(` are never executed
 ///   and are skipped.
 const RECORDED: &[(&str, usize)] = &[
@@ -68,6 +71,7 @@ const RECORDED: &[(&str, usize)] = &[
     ("RESPOND_NODE_WITHOUT_RESPONSE_MODE", 1),
     ("SUB_NODE_NOT_CONNECTED", 6),
     ("TRIGGER_NOT_CONNECTED", 4),
+    ("UNKNOWN_PARAMETER", 23),
     ("UNREACHABLE_NODE", 96),
     ("UNSUPPORTED_CONNECTION_TYPE", 1),
     ("WEBHOOK_RESPOND_NODE_MISSING", 1),
@@ -87,6 +91,7 @@ const RECORDED_WORKFLOWS: &[(&str, usize)] = &[
     ("RESPOND_NODE_WITHOUT_RESPONSE_MODE", 1),
     ("SUB_NODE_NOT_CONNECTED", 4),
     ("TRIGGER_NOT_CONNECTED", 2),
+    ("UNKNOWN_PARAMETER", 9),
     ("UNREACHABLE_NODE", 24),
     ("UNSUPPORTED_CONNECTION_TYPE", 1),
     ("WEBHOOK_RESPOND_NODE_MISSING", 1),

@@ -94,7 +94,8 @@ impl Catalogue {
     }
 
     /// The compact catalogue shipped in the crate (`std-tools/data/catalogue.json`), with
-    /// generated tool variants for its `usableAsTool` nodes.
+    /// generated tool variants for its `usableAsTool` nodes. Its descriptions are marked
+    /// [`NodeTypeDescription::abridged`].
     pub fn builtin() -> Result<Catalogue, CatalogueError> {
         let mut c = Catalogue::new();
         c.add_json_str(
@@ -103,6 +104,11 @@ impl Catalogue {
             None,
             true,
         )?;
+        for descs in c.types.values_mut() {
+            for d in descs {
+                d.abridged = true;
+            }
+        }
         Ok(c)
     }
 

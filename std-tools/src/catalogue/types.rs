@@ -210,6 +210,10 @@ pub struct NodeTypeDescription {
     /// Everything else, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// The property list is abridged (the built-in compact catalogue): checks that need every
+    /// property n8n defines, such as unknown parameter keys, skip this description.
+    #[serde(skip)]
+    pub abridged: bool,
 }
 
 impl NodeTypeDescription {

@@ -8,7 +8,8 @@
 //!   sub-nodes, reachability, expressions referencing missing nodes.
 //! * [`RuleGroup::Configuration`] ([`validate_configuration`], tool `validate_configuration`):
 //!   agent prompts, tool parameters, `$fromAI` placement, hard-coded credentials, webhook
-//!   response mode, required parameters, options values (with n8n's displayOptions rules).
+//!   response mode, required parameters, options values (with n8n's displayOptions rules),
+//!   parameter keys the node type does not define.
 //!
 //! [`validate`] runs both. The rules never panic on real workflows: unknown types, malformed
 //! parameters and `null` outputs are skipped or reported, never unwrapped. Every rule is listed
@@ -21,6 +22,7 @@ mod parameters;
 mod report;
 mod structure;
 pub mod tools;
+mod unknown;
 
 use std::collections::HashMap;
 
@@ -160,6 +162,8 @@ rules! {
         "A required, visible parameter is missing or empty.";
     INVALID_OPTION_VALUE = "INVALID_OPTION_VALUE", Error, Configuration,
         "An options parameter has a value that is not one of its options.";
+    UNKNOWN_PARAMETER = "UNKNOWN_PARAMETER", Warning, Configuration,
+        "A parameter key (or a key inside a collection) that the node type does not define for its version, so n8n ignores it.";
 }
 
 /// The rule with this code.

@@ -1,6 +1,6 @@
 //! Parameter rules over the node-type description: missing required parameters and invalid
 //! options values, counting only the properties n8n shows for the node's parameters and
-//! version (displayOptions).
+//! version (displayOptions), and keys no property defines (`unknown.rs`).
 
 use serde_json::Value;
 
@@ -13,6 +13,7 @@ pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
         if n.desc.is_some() {
             required(n, out);
             options(n, out);
+            super::unknown::check(n, out);
         }
     }
 }
