@@ -300,3 +300,93 @@ async fn scripts_load_from_files_and_are_labelled() {
         "{err}"
     );
 }
+
+/// `rewrite {text}`: asks the executor's model (a nested call), like `update_node_parameters`.
+struct Rewrite;
+#[async_trait]
+impl Tool for Rewrite {
+    fn name(&self) -> &str {
+        "rewrite"
+    }
+    fn description(&self) -> &str {
+        "Rewrites a text with the model."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}})
+    }
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let model = ctx.model()?;
+        let req = agentgraph_runtime::models::ModelRequest {
+            messages: vec![json!({"type": "human", "content": args["text"]})],
+            ..Default::default()
+        };
+        let call = agentgraph_runtime::models::CallContext::for_task(ctx);
+        let answer = model
+            .complete(&req, &call)
+            .await
+            .map_err(|e| ToolError::new("MODEL", e.to_string()))?;
+        Ok(ToolOutput::text(answer.text))
+    }
+}
+
+#[tokio::test]
+async fn nested_model_calls_of_tools_count_in_the_usage() {
+    let model: Arc<dyn ChatModel> = Arc::new(
+        ScriptedModel::from_json(json!({"responses": [
+            {"node": "agent", "tool_calls": [
+                {"name": "rewrite", "args": {"text": "one"}, "id": "r1"},
+                {"name": "rewrite", "args": {"text": "two"}, "id": "r2"}],
+             "usage": {"input_tokens": 100, "output_tokens": 10}},
+            {"node": "tools", "match": "one", "text": "ONE",
+             "usage": {"input_tokens": 7, "output_tokens": 3, "cache_read_tokens": 2}},
+            {"node": "tools", "match": "two", "text": "TWO",
+             "usage": {"input_tokens": 5, "output_tokens": 1}},
+            {"node": "agent", "text": "done", "usage": {"input_tokens": 200, "output_tokens": 20}}
+        ]}))
+        .unwrap(),
+    );
+    let tools = ToolExecutorNode::new([Arc::new(Rewrite) as Arc<dyn Tool>])
+        .model(model.clone())
+        .usage_channel("usage")
+        .pricing(agentgraph_runtime::models::Pricing {
+            input: 1_000_000.0,
+            ..Default::default()
+        });
+    let llm = LlmNode::new(model)
+        .tools(tools.specs())
+        .usage_channel("usage");
+    let g = GraphBuilder::new("nested")
+        .channel(message_list("messages"))
+        .channel(ChannelSpec::new("usage", ValueType::Json).reducer(Arc::new(UsageSum)))
+        .node("agent", Arc::new(llm))
+        .node("tools", Arc::new(tools))
+        .edge(START, "agent")
+        .route("agent", |s| {
+            if has_tool_calls(s, "messages") {
+                "tools"
+            } else {
+                END
+            }
+        })
+        .edge("tools", "agent")
+        .compile()
+        .unwrap();
+    let out = g.invoke(ask(), RunConfig::default()).await.unwrap();
+    let usage = &out.values["usage"];
+    assert_eq!(
+        usage["nodes"]["tools"],
+        json!({"input_tokens": 12, "output_tokens": 4, "cache_read_tokens": 2,
+               "cache_creation_tokens": 0, "calls": 2, "cost_usd": 12.0}),
+        "{usage}"
+    );
+    assert_eq!(usage["total"]["calls"], 4, "{usage}");
+    assert_eq!(usage["total"]["input_tokens"], 312, "{usage}");
+    let tool_texts: Vec<&str> = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["type"] == "tool")
+        .map(|m| m["content"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(tool_texts, ["ONE", "TWO"]);
+}

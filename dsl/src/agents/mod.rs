@@ -11,7 +11,8 @@
 //!                   tool_choice: "auto", max_iterations: 10, usage: usage,
 //!                   memory: { store: "sled", window: 20 } }
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
-//! node tools: tool_executor { tools: builder, model: main, settings: { http_request: {} } }
+//! node tools: tool_executor { tools: builder, model: main, usage: usage,
+//!                             settings: { http_request: {} } }
 //! # (an object of settings also gets `base_dir`: the graph file's folder, for relative paths)
 //! node shrink: compact { model: main, summary: summary, threshold: 20000, keep_last: 4 }
 //! node out: agent_output { format: "full", output: output, usage: usage }
@@ -75,6 +76,7 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::value("parallel"),
             EntrySpec::value("model"),
             EntrySpec::value("settings"),
+            EntrySpec::value("usage"),
         ],
         "runs every tool call of the last AI message, concurrently",
         Arc::new(ToolExecutorFactory { tools }),
@@ -273,7 +275,15 @@ impl NodeFactory for ToolExecutorFactory {
             node = node.messages_channel(ch);
         }
         if entry(b.node, "model").is_some() {
-            node = node.model(model_of(b)?.0);
+            let (model, decl) = model_of(b)?;
+            node = node.model(model);
+            if let Some(p) = pricing(decl)? {
+                node = node.pricing(p);
+            }
+        }
+        // Tokens of the tools' own model calls (e.g. update_node_parameters).
+        if let Some(ch) = entry(b.node, "usage").and_then(name_of) {
+            node = node.usage_channel(ch);
         }
         match entry(b.node, "settings").map(const_value).transpose()? {
             Some(Value::Object(per_tool)) => {

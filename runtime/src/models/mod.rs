@@ -9,6 +9,8 @@
 pub mod anthropic;
 pub mod budget;
 pub mod http;
+mod metered;
+pub use metered::MeteredModel;
 pub mod openai;
 mod pricing;
 pub use pricing::Pricing;

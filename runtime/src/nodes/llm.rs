@@ -295,19 +295,31 @@ impl LlmNode {
     }
 
     fn usage_write(&self, ctx: &TaskContext, usage: &Usage) -> Value {
-        let mut u = serde_json::to_value(usage).unwrap_or_else(|_| json!({}));
-        u["calls"] = json!(1);
-        if let Some(p) = &self.pricing {
-            u["cost_usd"] = json!(p.cost(usage));
-        }
-        let mut nodes = Map::new();
-        nodes.insert(ctx.node().to_string(), u.clone());
-        let mut runs = Map::new();
-        if !ctx.run_id().is_empty() {
-            runs.insert(ctx.run_id().to_string(), u.clone());
-        }
-        json!({"total": u, "nodes": nodes, "runs": runs})
+        usage_record(ctx, usage, 1, self.pricing.as_ref())
     }
+}
+
+/// The usage write of `calls` model calls made by the task: `{"total": u, "nodes": {<node>:
+/// u}, "runs": {<run id>: u}}`, where `u` is `usage` plus `calls` and, with prices,
+/// `cost_usd` (for a channel with the [`UsageSum`] reducer).
+pub(crate) fn usage_record(
+    ctx: &TaskContext,
+    usage: &Usage,
+    calls: u64,
+    pricing: Option<&Pricing>,
+) -> Value {
+    let mut u = serde_json::to_value(usage).unwrap_or_else(|_| json!({}));
+    u["calls"] = json!(calls);
+    if let Some(p) = pricing {
+        u["cost_usd"] = json!(p.cost(usage));
+    }
+    let mut nodes = Map::new();
+    nodes.insert(ctx.node().to_string(), u.clone());
+    let mut runs = Map::new();
+    if !ctx.run_id().is_empty() {
+        runs.insert(ctx.run_id().to_string(), u.clone());
+    }
+    json!({"total": u, "nodes": nodes, "runs": runs})
 }
 
 #[async_trait]

@@ -1,8 +1,9 @@
 //! The `tool_executor` node: runs every tool call of the last AI message concurrently.
 
 use crate::ids::stable_id;
-use crate::models::ChatModel;
+use crate::models::{ChatModel, MeteredModel, Pricing};
 use crate::node::{Interrupt, Node, NodeError, TaskContext};
+use crate::nodes::llm::usage_record;
 use crate::tools::{validate_args, Tool, ToolContext, ToolError, ToolOutput};
 use crate::update::Update;
 use async_trait::async_trait;
@@ -23,6 +24,10 @@ use std::sync::Arc;
 ///   "running"|"completed"|"error", "title"}`.
 /// * The update holds the tool messages and then each successful tool's `writes`, in call
 ///   order.
+/// * With [`ToolExecutorNode::usage_channel`], the tokens of the model calls tools make through
+///   the node's model (e.g. `update_node_parameters`) are written to it in the same shape as
+///   the `llm` node's usage (per node, per run, total; cost with [`ToolExecutorNode::pricing`]),
+///   so the run's usage covers nested calls too.
 /// * A tool that asks a human (`ctx.interrupt(..)?` inside the tool) interrupts the node with
 ///   the interrupts of every such call; on resume all calls run again. Each call sees a task id
 ///   derived from the node's task id and the call id, so interrupt ids stay stable although
@@ -37,6 +42,10 @@ pub struct ToolExecutorNode {
     pub model: Option<Arc<dyn ChatModel>>,
     /// Settings per tool name, handed to that tool.
     pub settings: BTreeMap<String, Arc<Value>>,
+    /// Where the usage of tools' model calls is recorded (a `usage_sum` channel), if anywhere.
+    pub usage_channel: Option<String>,
+    /// Prices for the cost in the usage record.
+    pub pricing: Option<Pricing>,
 }
 
 /// What one call came to.
@@ -56,7 +65,22 @@ impl ToolExecutorNode {
             messages_channel: "messages".into(),
             model: None,
             settings: BTreeMap::new(),
+            usage_channel: None,
+            pricing: None,
         }
+    }
+
+    /// Records the usage of tools' model calls in `channel` (declare it with the
+    /// [`crate::nodes::UsageSum`] reducer).
+    pub fn usage_channel(mut self, channel: impl Into<String>) -> Self {
+        self.usage_channel = Some(channel.into());
+        self
+    }
+
+    /// Adds the cost of tools' model calls (at these prices) to the usage record.
+    pub fn pricing(mut self, pricing: Pricing) -> Self {
+        self.pricing = Some(pricing);
+        self
     }
 
     /// Gives tools a model for nested calls (e.g. `update_node_parameters`).
@@ -82,7 +106,13 @@ impl ToolExecutorNode {
         self.tools.values().map(|t| t.spec()).collect()
     }
 
-    async fn run_call(&self, ctx: &TaskContext, call: &Value, index: usize) -> (String, Outcome) {
+    async fn run_call(
+        &self,
+        ctx: &TaskContext,
+        model: Option<Arc<dyn ChatModel>>,
+        call: &Value,
+        index: usize,
+    ) -> (String, Outcome) {
         let call_id = call
             .get("id")
             .and_then(Value::as_str)
@@ -120,7 +150,7 @@ impl ToolExecutorNode {
         call_ctx.task_id = Arc::from(stable_id(&[ctx.task_id(), &call_id]));
         call_ctx.interrupt_calls = Arc::new(AtomicUsize::new(0));
         let tool_ctx = ToolContext::new(call_ctx)
-            .with_model(self.model.clone())
+            .with_model(model)
             .with_settings(self.settings.get(name).cloned().unwrap_or_default());
         let outcome = match tool.call(args, &tool_ctx).await {
             Ok(out) => {
@@ -176,11 +206,20 @@ impl Node for ToolExecutorNode {
             ))
             .with_code("NO_TOOL_CALLS"));
         }
+        // Metered per task when usage is recorded, so nested calls count towards the run.
+        let metered = match (&self.model, &self.usage_channel) {
+            (Some(m), Some(_)) => Some(Arc::new(MeteredModel::new(m.clone()))),
+            _ => None,
+        };
+        let model: Option<Arc<dyn ChatModel>> = match &metered {
+            Some(m) => Some(m.clone()),
+            None => self.model.clone(),
+        };
         let results = futures::future::join_all(
             calls
                 .iter()
                 .enumerate()
-                .map(|(i, c)| self.run_call(&ctx, c, i)),
+                .map(|(i, c)| self.run_call(&ctx, model.clone(), c, i)),
         )
         .await;
         let interrupts: Vec<Interrupt> = results
@@ -217,6 +256,13 @@ impl Node for ToolExecutorNode {
         }
         let mut update = Update::new().set(self.messages_channel.clone(), Value::Array(messages));
         update.writes.extend(writes);
+        if let (Some(metered), Some(channel)) = (&metered, &self.usage_channel) {
+            let (usage, calls) = metered.tally();
+            if calls > 0 {
+                let record = usage_record(&ctx, &usage, calls, self.pricing.as_ref());
+                update = update.set(channel.clone(), record);
+            }
+        }
         Ok(update)
     }
 }
