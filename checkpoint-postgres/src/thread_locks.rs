@@ -8,18 +8,37 @@
 //! loses its connection frees its threads at once: no stale locks, no expiry to tune. The
 //! flip side: when the lock connection drops while runs are active, their leases are gone
 //! (logged); the next acquire reconnects.
+//!
+//! Cancelling across processes: the lock connection `LISTEN`s on `agentgraph_cancel`;
+//! [`ThreadLocks::request_cancel`] sends `NOTIFY agentgraph_cancel, '<key>'`, and the process
+//! holding that key fires its lease's cancellation.
 
 use crate::{connection_lost, describe, PostgresError};
 use agentgraph_runtime::checkpoint::{CheckpointError, ThreadLease, ThreadLocks};
 use async_trait::async_trait;
-use std::sync::Arc;
-use tokio_postgres::{Client, NoTls};
+use futures::StreamExt;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use tokio_postgres::{AsyncMessage, Client, NoTls};
+use tokio_util::sync::CancellationToken;
+
+/// The notification channel of cancellation requests.
+const CANCEL_CHANNEL: &str = "agentgraph_cancel";
+
+/// Leases this process holds, by key: the cancellation they share and how many there are (a
+/// session may take its own advisory lock again).
+type Held = Arc<Mutex<HashMap<i64, (CancellationToken, usize)>>>;
+
+fn held_lock(held: &Held) -> std::sync::MutexGuard<'_, HashMap<i64, (CancellationToken, usize)>> {
+    held.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// [`ThreadLocks`] on PostgreSQL advisory locks (see the module docs).
 pub struct PostgresThreadLocks {
     config: tokio_postgres::Config,
     namespace: String,
     client: tokio::sync::Mutex<Option<Arc<Client>>>,
+    held: Held,
 }
 
 impl std::fmt::Debug for PostgresThreadLocks {
@@ -56,6 +75,7 @@ impl PostgresThreadLocks {
             config,
             namespace,
             client: tokio::sync::Mutex::new(None),
+            held: Held::default(),
         };
         locks.client(None).await?;
         Ok(locks)
@@ -74,20 +94,42 @@ impl PostgresThreadLocks {
                 return Ok(c.clone());
             }
         }
-        let (client, connection) = self
+        let (client, mut connection) = self
             .config
             .connect(NoTls)
             .await
             .map_err(PostgresError::Connect)?;
-        let namespace = self.namespace.clone();
+        let (namespace, held) = (self.namespace.clone(), self.held.clone());
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
-                tracing::warn!(
-                    error = %e, namespace = %namespace,
-                    "PostgreSQL thread-lock connection closed: the thread leases it held are released"
-                );
+            // Drives the connection and dispatches cancellation requests to held leases.
+            let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+            while let Some(message) = messages.next().await {
+                match message {
+                    Ok(AsyncMessage::Notification(n)) if n.channel() == CANCEL_CHANNEL => {
+                        let Ok(key) = n.payload().parse::<i64>() else {
+                            continue;
+                        };
+                        if let Some((token, _)) = held_lock(&held).get(&key) {
+                            tracing::info!(key, "cancellation requested by another process");
+                            token.cancel();
+                        }
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::warn!(
+                            error = %e, namespace = %namespace,
+                            "PostgreSQL thread-lock connection closed: the thread leases it held \
+                             are released"
+                        );
+                        break;
+                    }
+                }
             }
         });
+        client
+            .batch_execute(&format!("LISTEN {CANCEL_CHANNEL}"))
+            .await
+            .map_err(PostgresError::Connect)?;
         let client = Arc::new(client);
         *current = Some(client.clone());
         Ok(client)
@@ -122,10 +164,27 @@ impl ThreadLocks for PostgresThreadLocks {
         if !taken {
             return Ok(None);
         }
-        let name = thread.to_string();
-        Ok(Some(ThreadLease::new(
+        let token = {
+            let mut held = held_lock(&self.held);
+            let entry = held
+                .entry(key)
+                .or_insert_with(|| (CancellationToken::new(), 0));
+            entry.1 += 1;
+            entry.0.clone()
+        };
+        let (name, held) = (thread.to_string(), self.held.clone());
+        let lease = ThreadLease::new(
             thread,
             Box::new(move || {
+                {
+                    let mut map = held_lock(&held);
+                    if let Some(entry) = map.get_mut(&key) {
+                        entry.1 -= 1;
+                        if entry.1 == 0 {
+                            map.remove(&key);
+                        }
+                    }
+                }
                 Box::pin(async move {
                     // On the session that took it; a closed session already let it go.
                     if client.is_closed() {
@@ -140,7 +199,33 @@ impl ThreadLocks for PostgresThreadLocks {
                     }
                 })
             }),
-        )))
+        );
+        Ok(Some(lease.with_cancellation(token)))
+    }
+
+    async fn request_cancel(&self, thread: &str) -> Result<bool, CheckpointError> {
+        let key = self.key(thread);
+        // An advisory bigint key shows in pg_locks as classid (high half), objid (low half),
+        // objsubid 1.
+        let (high, low) = ((key as u64 >> 32) as i64, (key as u64 & 0xffff_ffff) as i64);
+        let sql = "SELECT pg_notify($1, $2), EXISTS (SELECT 1 FROM pg_locks \
+                   WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+                   AND classid = $3::int8::oid AND objid = $4::int8::oid \
+                   AND database = (SELECT oid FROM pg_database \
+                                   WHERE datname = current_database()))";
+        let payload = key.to_string();
+        let params: [&(dyn tokio_postgres::types::ToSql + Sync); 4] =
+            [&CANCEL_CHANNEL, &payload, &high, &low];
+        let client = self.client(None).await?;
+        let row = match client.query_one(sql, &params).await {
+            Ok(row) => row,
+            Err(e) if connection_lost(&e) => {
+                let client = self.client(Some(&client)).await?;
+                client.query_one(sql, &params).await.map_err(query_error)?
+            }
+            Err(e) => return Err(query_error(e)),
+        };
+        row.try_get(1).map_err(query_error)
     }
 }
 

@@ -101,3 +101,29 @@ async fn a_dead_holder_frees_its_threads() {
         .is_some());
     common::drop_schema(&url, &schema).await;
 }
+
+#[tokio::test]
+async fn a_cancel_request_reaches_the_holder_in_another_process() {
+    let Some(url) = common::url("a_cancel_request_reaches_the_holder_in_another_process") else {
+        return;
+    };
+    let schema = common::fresh_schema();
+    let (a, b) = (locks(&url, &schema).await, locks(&url, &schema).await);
+    let thread = format!("t-{schema}");
+    assert!(!b.request_cancel(&thread).await.unwrap(), "nobody holds it");
+    let lease = a.try_acquire(&thread).await.unwrap().expect("free");
+    let other = a
+        .try_acquire(&format!("{thread}-2"))
+        .await
+        .unwrap()
+        .expect("free");
+    assert!(b.request_cancel(&thread).await.unwrap(), "a holds it");
+    tokio::time::timeout(Duration::from_secs(10), lease.cancellation().cancelled())
+        .await
+        .expect("the holder's lease is cancelled");
+    assert!(!other.cancellation().is_cancelled(), "only that thread");
+    lease.release().await;
+    assert!(!b.request_cancel(&thread).await.unwrap(), "released");
+    drop(other);
+    common::drop_schema(&url, &schema).await;
+}

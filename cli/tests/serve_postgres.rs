@@ -231,10 +231,11 @@ async fn a_thread_runs_on_one_server_at_a_time() {
         "{v}"
     );
 
-    // Cancelled on `a` (it checkpoints and lets the thread go): `b` continues it, and now
-    // `a` is the one refused.
-    let (st, v) = post(&client, &a, &format!("/threads/{thread}/cancel"), json!({})).await;
+    // Cancelled through `b` (a NOTIFY reaches `a`, which checkpoints and lets the thread go):
+    // `b` continues it, and now `a` is the one refused.
+    let (st, v) = post(&client, &b, &format!("/threads/{thread}/cancel"), json!({})).await;
     assert_eq!((st, v["cancelled"].as_bool()), (200, Some(true)), "{v}");
+    assert_eq!(v["elsewhere"], true, "{v}");
     let stopped = wait_for(&client, &a, &thread, |s| s["active"] == false).await;
     let at = stopped["values"]["count"].as_i64().unwrap_or(0);
     let (st, v) = post(&client, &b, &format!("/threads/{thread}/resume"), resume).await;
@@ -249,7 +250,10 @@ async fn a_thread_runs_on_one_server_at_a_time() {
         (409, Some("RUN_ACTIVE")),
         "{v}"
     );
-    let (st, _) = post(&client, &b, &format!("/threads/{thread}/cancel"), json!({})).await;
-    assert_eq!(st, 200);
+    let (st, v) = post(&client, &b, &format!("/threads/{thread}/cancel"), json!({})).await;
+    assert_eq!((st, v["cancelled"].as_bool()), (200, Some(true)), "{v}");
     wait_for(&client, &b, &thread, |s| s["active"] == false).await;
+    // Nobody runs it now: a cancel anywhere is a no-op.
+    let (st, v) = post(&client, &a, &format!("/threads/{thread}/cancel"), json!({})).await;
+    assert_eq!((st, v["cancelled"].as_bool()), (200, Some(false)), "{v}");
 }

@@ -24,7 +24,8 @@
 //! - `POST /threads/{id}/resume` `{value?, values_by_id?, graph?, stream_modes?}` → 202 (as
 //!   runs): answers the pending interrupt, or continues a cancelled/crashed thread; 409 while a
 //!   run is active, 400 `NOTHING_TO_RESUME`, 404 `THREAD_NOT_FOUND`.
-//! - `POST /threads/{id}/cancel` → 200 `{thread_id, cancelled, run_id}` (idempotent).
+//! - `POST /threads/{id}/cancel` → 200 `{thread_id, cancelled, run_id}` (idempotent); with
+//!   shared thread locks, a run on another server is asked to stop (`elsewhere: true`).
 //! - `GET /threads/{id}/state[?graph=]`, `GET /threads/{id}/history?limit=N[&graph=]`,
 //!   `GET /threads` → `{threads: [{thread_id, graph, active}]}`.
 //! - `GET /graphs` → `{graphs: [{name, path, version, hash, status: "ok"|"error",

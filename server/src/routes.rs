@@ -272,7 +272,11 @@ async fn launch(
         },
     };
     let run_id = uuid::Uuid::new_v4().to_string();
-    let cancel = CancellationToken::new();
+    // With a shared lease, a cancel request made on another server fires its token.
+    let cancel = lease
+        .as_ref()
+        .map(|l| l.cancellation().clone())
+        .unwrap_or_default();
     config.cancel = cancel.clone();
     {
         let mut runs = state.runs();
@@ -390,18 +394,30 @@ async fn cancel(
 ) -> ApiResult<Json<Value>> {
     check_thread(&thread)?;
     let run = state.runs().get(&thread).cloned();
-    let cancelled = match &run {
-        Some(r) => {
-            r.cancel.cancel();
-            true
-        }
+    if let Some(r) = &run {
+        r.cancel.cancel();
+        return Ok(Json(json!({
+            "thread_id": thread,
+            "cancelled": true,
+            "run_id": r.run_id,
+        })));
+    }
+    // Not running here: ask whichever server holds the thread's lease.
+    let elsewhere = match &state.inner.thread_locks {
+        Some(locks) => locks.request_cancel(&thread).await.map_err(|e| {
+            ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "STORAGE_UNAVAILABLE",
+                format!("cannot reach the other servers to cancel thread {thread}: {e}"),
+            )
+        })?,
         None => false,
     };
-    Ok(Json(json!({
-        "thread_id": thread,
-        "cancelled": cancelled,
-        "run_id": run.map(|r| r.run_id),
-    })))
+    let mut body = json!({ "thread_id": thread, "cancelled": elsewhere, "run_id": null });
+    if elsewhere {
+        body["elsewhere"] = json!(true);
+    }
+    Ok(Json(body))
 }
 
 #[derive(Deserialize)]

@@ -19,19 +19,23 @@
 
 use super::CheckpointError;
 use async_trait::async_trait;
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 
 /// A release action: run once, by [`ThreadLease::release`] or (without waiting) on drop.
 pub type ReleaseFn = Box<dyn FnOnce() -> Pin<Box<dyn Future<Output = ()> + Send>> + Send + Sync>;
 
 /// The right to run one thread. Released by [`ThreadLease::release`] (which waits until the
-/// release took effect) or, best effort, when dropped.
+/// release took effect) or, best effort, when dropped. Its [`ThreadLease::cancellation`]
+/// fires when another process asks for the thread's run to stop
+/// ([`ThreadLocks::request_cancel`]).
 pub struct ThreadLease {
     thread: String,
     release: Option<ReleaseFn>,
+    cancel: CancellationToken,
 }
 
 impl std::fmt::Debug for ThreadLease {
@@ -48,7 +52,21 @@ impl ThreadLease {
         Self {
             thread: thread.into(),
             release: Some(release),
+            cancel: CancellationToken::new(),
         }
+    }
+
+    /// The same lease, cancelled through `token` (what the [`ThreadLocks`] fires on a
+    /// cancellation request).
+    pub fn with_cancellation(mut self, token: CancellationToken) -> Self {
+        self.cancel = token;
+        self
+    }
+
+    /// Fires when somebody asked, through the locks, for this thread's run to stop: link it to
+    /// the run's cancellation.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
     }
 
     /// The thread this lease is for.
@@ -86,29 +104,47 @@ impl Drop for ThreadLease {
 pub trait ThreadLocks: Send + Sync {
     /// Takes the thread's lease, or `Ok(None)` when somebody else holds it.
     async fn try_acquire(&self, thread: &str) -> Result<Option<ThreadLease>, CheckpointError>;
+
+    /// Asks the holder of the thread's lease, wherever it runs, to stop the run (its lease's
+    /// [`ThreadLease::cancellation`] fires). `Ok(true)` when a holder was asked, `Ok(false)`
+    /// when nobody holds the thread. Idempotent.
+    async fn request_cancel(&self, thread: &str) -> Result<bool, CheckpointError>;
 }
 
 /// Leases within one process.
 #[derive(Debug, Default, Clone)]
 pub struct LocalThreadLocks {
-    held: Arc<Mutex<HashSet<String>>>,
+    held: Arc<Mutex<HashMap<String, CancellationToken>>>,
 }
 
 #[async_trait]
 impl ThreadLocks for LocalThreadLocks {
     async fn try_acquire(&self, thread: &str) -> Result<Option<ThreadLease>, CheckpointError> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        if !held.insert(thread.to_string()) {
+        if held.contains_key(thread) {
             return Ok(None);
         }
+        let token = CancellationToken::new();
+        held.insert(thread.to_string(), token.clone());
         let (set, key) = (self.held.clone(), thread.to_string());
-        Ok(Some(ThreadLease::new(
-            thread,
-            Box::new(move || {
-                set.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-                Box::pin(async {})
-            }),
-        )))
+        let release: ReleaseFn = Box::new(move || {
+            set.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+            Box::pin(async {})
+        });
+        Ok(Some(
+            ThreadLease::new(thread, release).with_cancellation(token),
+        ))
+    }
+
+    async fn request_cancel(&self, thread: &str) -> Result<bool, CheckpointError> {
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(match held.get(thread) {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        })
     }
 }
 
@@ -124,5 +160,15 @@ mod tests {
         assert!(locks.try_acquire("a").await.unwrap().is_none());
         drop(lease);
         assert!(locks.try_acquire("a").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn a_cancel_request_reaches_the_holder() {
+        let locks = LocalThreadLocks::default();
+        assert!(!locks.request_cancel("a").await.unwrap(), "nobody holds it");
+        let lease = locks.try_acquire("a").await.unwrap().unwrap();
+        assert!(!lease.cancellation().is_cancelled());
+        assert!(locks.request_cancel("a").await.unwrap());
+        assert!(lease.cancellation().is_cancelled());
     }
 }
