@@ -13,13 +13,20 @@ fn parse_id(text: &str) -> Result<CheckpointId, u8> {
     })
 }
 
+/// Compiles a graph to read or edit its threads without running it: a model that cannot be
+/// built here (no provider configured) is no reason to refuse.
+fn load_for_reading(ctx: &Ctx, path: &Path) -> Result<agentgraph_runtime::CompiledGraph, u8> {
+    agentgraph_dsl::agents::defer_model_errors();
+    load_with_store(ctx, path)
+}
+
 /// `agentgraph state`.
 pub async fn state(ctx: &Ctx, path: &Path, thread: &str, checkpoint: Option<String>) -> u8 {
     let id = match checkpoint.as_deref().map(parse_id).transpose() {
         Ok(id) => id,
         Err(c) => return c,
     };
-    let graph = match load_with_store(ctx, path) {
+    let graph = match load_for_reading(ctx, path) {
         Ok(g) => g,
         Err(c) => return c,
     };
@@ -44,7 +51,7 @@ pub async fn state(ctx: &Ctx, path: &Path, thread: &str, checkpoint: Option<Stri
 
 /// `agentgraph history`.
 pub async fn history(ctx: &Ctx, path: &Path, thread: &str, limit: Option<usize>) -> u8 {
-    let graph = match load_with_store(ctx, path) {
+    let graph = match load_for_reading(ctx, path) {
         Ok(g) => g,
         Err(c) => return c,
     };
@@ -90,7 +97,7 @@ pub async fn update(
         Ok(v) => v,
         Err(c) => return c,
     };
-    let graph = match load_with_store(ctx, path) {
+    let graph = match load_for_reading(ctx, path) {
         Ok(g) => g,
         Err(c) => return c,
     };

@@ -484,6 +484,53 @@ impl Checker<'_, '_> {
                 .help(suggestion("providers", &m.provider.name, all)),
             );
         }
+        // The options each built-in provider reads; anything else would be silently ignored.
+        const HTTP: &[&str] = &[
+            "model",
+            "api_key",
+            "base_url",
+            "max_tokens",
+            "temperature",
+            "pricing",
+        ];
+        const AUTO: &[&str] = &[
+            "anthropic",
+            "openai",
+            "script",
+            "api_key",
+            "base_url",
+            "max_tokens",
+            "temperature",
+            "pricing",
+        ];
+        let allowed: Option<&[&str]> = match m.provider.name.as_str() {
+            "anthropic" | "openai" => Some(HTTP),
+            "auto" => Some(AUTO),
+            "scripted" => Some(&["script", "pricing"]),
+            _ => None,
+        };
+        if let Some(allowed) = allowed {
+            for (k, _) in &m.options.entries {
+                if !allowed.contains(&k.name.as_str()) {
+                    self.out.push(
+                        Diagnostic::error(
+                            "E0243",
+                            k.span,
+                            format!(
+                                "`{}` is not an option of `{}` models",
+                                k.name, m.provider.name
+                            ),
+                        )
+                        .label("unknown option")
+                        .help(suggestion(
+                            "options",
+                            &k.name,
+                            allowed.iter().copied(),
+                        )),
+                    );
+                }
+            }
+        }
         for (k, v) in &m.options.entries {
             let secret =
                 k.name.contains("key") || k.name.contains("token") || k.name.contains("secret");

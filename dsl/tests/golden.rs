@@ -125,6 +125,10 @@ const CODES: &[(&str, &str)] = &[
         "a literal secret (api key, token) in a model's options",
     ),
     (
+        "E0243",
+        "an option the model's provider does not read (a typo would be silently ignored)",
+    ),
+    (
         "E0250",
         "a referenced file cannot be read, or a subgraph alias is not imported",
     ),

@@ -143,6 +143,21 @@ async fn sled_contract_and_persistence_across_reopen() {
 }
 
 #[tokio::test]
+async fn sled_open_twice_in_one_process_shares_the_database() {
+    // What live reload does: compile the graph again while the old version still holds its
+    // memory. sled locks the folder, so a second plain open would fail with WouldBlock.
+    let dir = tempfile::tempdir().unwrap();
+    let first = SledMemory::open(dir.path()).unwrap();
+    let second = SledMemory::open(dir.path().join(".")).unwrap();
+    first.append("s", &[human("1")]).await.unwrap();
+    assert_eq!(ids(&second.load("s").await.unwrap()), ["1"]);
+    // Closed when the last user goes: another open (or another process) gets the folder.
+    drop((first, second));
+    let again = SledMemory::open(dir.path()).unwrap();
+    assert_eq!(ids(&again.load("s").await.unwrap()), ["1"]);
+}
+
+#[tokio::test]
 async fn sled_shares_a_db_in_its_own_tree() {
     let db = sled::Config::new().temporary(true).open().unwrap();
     db.insert(b"unrelated", b"v".as_slice()).unwrap();

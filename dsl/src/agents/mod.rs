@@ -36,7 +36,7 @@ pub mod memory;
 pub mod model;
 
 pub use memory::build_memory;
-pub use model::{auto_provider, build_model, pricing, PROVIDER_VAR};
+pub use model::{auto_provider, build_model, defer_model_errors, pricing, PROVIDER_VAR};
 
 /// Tools by name, as the embedding application (or std-tools) provides them.
 pub type ToolMap = BTreeMap<String, Arc<dyn Tool>>;

@@ -13,18 +13,60 @@
 //! With none of them it fails with a message saying what to set. `OPENAI_MODEL` and
 //! `ANTHROPIC_MODEL` override the model names of an `auto` block.
 //!
-//! Every HTTP model block may set `base_url`, `max_tokens`, `temperature` and `pricing`
-//! (`{input, output, cache_read, cache_write}` in US dollars per million tokens).
+//! Every HTTP model block may set `api_key` (read with `env(…)`; a literal key is an error),
+//! `base_url`, `max_tokens`, `temperature` and `pricing` (`{input, output, cache_read,
+//! cache_write}` in US dollars per million tokens). Without `api_key`, the key comes from the
+//! SDK variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`). Other options are an error (E0243).
+//!
+//! Commands that compile a graph only to read its threads (`state`, `history`, `update`) call
+//! [`defer_model_errors`]: a model that cannot be built (no provider configured, no key) then
+//! becomes a placeholder that fails only if it is called, with the same message.
 
 use super::const_value;
 use crate::ast::ModelDecl;
 use agentgraph_runtime::models::anthropic::AnthropicModel;
 use agentgraph_runtime::models::openai::OpenAiModel;
 use agentgraph_runtime::models::scripted::ScriptedModel;
+use agentgraph_runtime::models::{CallContext, ModelRequest, ModelResponse};
 use agentgraph_runtime::models::{ChatModel, ModelError, Pricing};
+use async_trait::async_trait;
 use serde_json::Value;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+static DEFER_MODEL_ERRORS: AtomicBool = AtomicBool::new(false);
+
+/// From now on, in this process, a model block that cannot be built (no provider configured,
+/// a missing key) compiles to a placeholder that fails when called, instead of failing the
+/// compilation. For commands that only read a graph's threads.
+pub fn defer_model_errors() {
+    DEFER_MODEL_ERRORS.store(true, Ordering::Relaxed);
+}
+
+/// A model that could not be built; every call fails with why.
+struct UnavailableModel {
+    name: String,
+    reason: String,
+}
+
+#[async_trait]
+impl ChatModel for UnavailableModel {
+    fn name(&self) -> String {
+        format!("unavailable/{}", self.name)
+    }
+
+    async fn complete(
+        &self,
+        _req: &ModelRequest,
+        _ctx: &CallContext,
+    ) -> Result<ModelResponse, ModelError> {
+        Err(ModelError::Config(format!(
+            "model `{}` is not available: {}",
+            self.name, self.reason
+        )))
+    }
+}
 
 /// The environment variable that forces the provider of `auto` model blocks.
 pub const PROVIDER_VAR: &str = "AGENTGRAPH_PROVIDER";
@@ -89,6 +131,18 @@ pub fn auto_provider(lookup: impl Fn(&str) -> Option<String>) -> Result<&'static
 /// folder share one instance in a process (so the nodes of a graph, and the graphs of a
 /// multi-graph project, share one HTTP client, and one scripted model plays one script).
 pub fn build_model(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>, String> {
+    match build_cached(m, base_dir) {
+        Err(reason) if DEFER_MODEL_ERRORS.load(Ordering::Relaxed) => {
+            Ok(Arc::new(UnavailableModel {
+                name: m.name.name.clone(),
+                reason,
+            }))
+        }
+        other => other,
+    }
+}
+
+fn build_cached(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>, String> {
     static MODELS: std::sync::OnceLock<
         std::sync::Mutex<std::collections::HashMap<String, Arc<dyn ChatModel>>>,
     > = std::sync::OnceLock::new();
@@ -158,6 +212,22 @@ fn build_new(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>, Strin
         )
     };
     let base_url = opts.text("base_url")?;
+    // `api_key: env("MY_KEY")` in the block wins over the SDK variable.
+    let api_key = opts.text("api_key")?;
+    if api_key.is_none() && m.options.get("api_key").is_some() {
+        return Err(format!(
+            "model `{}`: its `api_key` is empty (is the variable it reads from set?)",
+            m.name.name
+        ));
+    }
+    let key_var = match provider {
+        "anthropic" => "ANTHROPIC_API_KEY",
+        _ => "OPENAI_API_KEY",
+    };
+    let lookup = |var: &str| match &api_key {
+        Some(k) if var == key_var => Some(k.clone()),
+        _ => env(var),
+    };
     // Both HTTP providers take the same optional settings.
     macro_rules! configured {
         ($model:expr) => {{
@@ -175,8 +245,8 @@ fn build_new(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>, Strin
         }};
     }
     match provider {
-        "anthropic" => configured!(AnthropicModel::from_env(model_name)),
-        "openai" => configured!(OpenAiModel::from_env(model_name)),
+        "anthropic" => configured!(AnthropicModel::from_lookup(model_name, lookup)),
+        "openai" => configured!(OpenAiModel::from_lookup(model_name, lookup)),
         "scripted" => {
             let script = opts.text("script")?.ok_or_else(|| {
                 format!(

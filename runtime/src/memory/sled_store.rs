@@ -7,7 +7,9 @@
 use super::{ChatMemory, MemoryError};
 use async_trait::async_trait;
 use serde_json::Value;
-use std::path::Path;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// The name of the sled tree holding the messages.
 const TREE: &str = "chat_memory";
@@ -17,6 +19,16 @@ const TREE: &str = "chat_memory";
 pub struct SledMemory {
     db: sled::Db,
     tree: sled::Tree,
+    /// Keeps the process-wide handle of a database opened by [`SledMemory::open`] alive.
+    _shared: Option<Arc<sled::Db>>,
+}
+
+/// The databases [`SledMemory::open`] has open in this process, by canonical path. sled
+/// locks its folder, so a second `open` of the same folder (a graph recompiled by live reload,
+/// two graphs sharing a memory) must reuse the open database instead of failing on the lock.
+fn open_dbs() -> &'static Mutex<HashMap<PathBuf, Weak<sled::Db>>> {
+    static DBS: OnceLock<Mutex<HashMap<PathBuf, Weak<sled::Db>>>> = OnceLock::new();
+    DBS.get_or_init(Default::default)
 }
 
 fn backend(e: sled::Error) -> MemoryError {
@@ -33,22 +45,46 @@ fn prefix(session: &str) -> Result<Vec<u8>, MemoryError> {
 }
 
 impl SledMemory {
-    /// Opens (or creates) a sled database in the folder `path`.
+    /// Opens (or creates) a sled database in the folder `path`. Within one process, every
+    /// `open` of the same folder shares one database (sled locks the folder against other
+    /// processes); it closes when the last memory using it is dropped.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, MemoryError> {
         let path = path.as_ref();
-        let db = sled::Config::new()
-            .path(path)
-            .mode(sled::Mode::LowSpace)
-            .open()
-            .map_err(|e| MemoryError::Backend(format!("opening {}: {e}", path.display())))?;
-        Self::from_db(db)
+        let failed = |e: &dyn std::fmt::Display| {
+            MemoryError::Backend(format!("opening {}: {e}", path.display()))
+        };
+        std::fs::create_dir_all(path).map_err(|e| failed(&e))?;
+        let key = path.canonicalize().map_err(|e| failed(&e))?;
+        let mut dbs = open_dbs().lock().unwrap_or_else(|e| e.into_inner());
+        dbs.retain(|_, weak| weak.strong_count() > 0);
+        let shared = match dbs.get(&key).and_then(Weak::upgrade) {
+            Some(db) => db,
+            None => {
+                let db = sled::Config::new()
+                    .path(&key)
+                    .mode(sled::Mode::LowSpace)
+                    .open()
+                    .map_err(|e| failed(&e))?;
+                let db = Arc::new(db);
+                dbs.insert(key, Arc::downgrade(&db));
+                db
+            }
+        };
+        drop(dbs);
+        let mut memory = Self::from_db((*shared).clone())?;
+        memory._shared = Some(shared);
+        Ok(memory)
     }
 
     /// Uses an already open database (for example one shared with a checkpointer); the
     /// messages live in their own tree.
     pub fn from_db(db: sled::Db) -> Result<Self, MemoryError> {
         let tree = db.open_tree(TREE).map_err(backend)?;
-        Ok(Self { db, tree })
+        Ok(Self {
+            db,
+            tree,
+            _shared: None,
+        })
     }
 
     /// The underlying database.
