@@ -607,3 +607,23 @@ async fn a_model_block_reads_its_key_with_env() {
     assert_eq!(missing.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("`api_key` is empty"), "{stderr}");
 }
+
+#[test]
+fn a_badly_typed_input_is_a_usage_error_and_writes_nothing() {
+    let db = tempfile::tempdir().unwrap();
+    let o = ag(
+        db.path(),
+        &[
+            "run",
+            &g("counter.ag"),
+            "--thread",
+            "bad",
+            "--input",
+            r#"{"limit": "x"}"#,
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("input `limit`"), "{}", o.stderr);
+    let state = ag(db.path(), &["state", &g("counter.ag"), "--thread", "bad"]);
+    assert_ne!(state.code, 0, "no checkpoint was written: {}", state.stdout);
+}

@@ -214,14 +214,23 @@ async fn a_write_of_the_wrong_type_names_node_channel_and_value() {
         }
         other => panic!("expected TypeMismatch, got {other}"),
     }
-    let bad_input = g
-        .invoke(values(json!({"count": 1.5})), RunConfig::default())
+    // A badly typed input is refused before anything is written: the thread stays empty,
+    // so nothing is left that would fail again on resume.
+    let cp = memory();
+    let saved = g.clone().with_checkpointer(cp.clone());
+    let bad_input = saved
+        .invoke(values(json!({"count": 1.5})), RunConfig::thread("typed"))
         .await
         .unwrap_err();
     assert!(
-        matches!(bad_input, RunError::TypeMismatch { .. }),
+        matches!(&bad_input, RunError::InvalidInput(m) if m.contains("input `count`") && m.contains("must be int")),
         "{bad_input}"
     );
+    assert!(cp
+        .list("typed", &ListQuery::default())
+        .await
+        .unwrap()
+        .is_empty());
     let unknown = g
         .invoke(values(json!({"cnt": 1})), RunConfig::default())
         .await

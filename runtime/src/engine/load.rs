@@ -5,7 +5,7 @@ use super::changes::ChangeLog;
 use super::{interrupts_of, Input, Resume, Run, RunShared, RunStatus};
 use crate::checkpoint::{special, ChannelEntry, Checkpoint, ListQuery, PendingTask, Source};
 use crate::error::RunError;
-use crate::graph::Target;
+use crate::graph::{GraphInner, Target};
 use crate::ids::CheckpointId;
 use crate::node::{NodeError, TaskContext};
 use crate::reducer::Storage;
@@ -216,24 +216,7 @@ impl Run {
     }
 
     fn check_input(&self, v: &Value) -> Result<(), RunError> {
-        match v {
-            Value::Null => Ok(()),
-            Value::Object(map) => {
-                let accepted = self.g.schema.input_keys();
-                if let Some(bad) = map.keys().find(|k| !accepted.contains(&k.as_str())) {
-                    return Err(RunError::InvalidInput(format!(
-                        "`{bad}` is not an input of graph `{}`; it accepts: {}",
-                        self.g.name,
-                        accepted.join(", ")
-                    )));
-                }
-                Ok(())
-            }
-            other => Err(RunError::InvalidInput(format!(
-                "the input must be a JSON object of channel values, got {}",
-                crate::value_type::preview(other, 60)
-            ))),
-        }
+        check_input(&self.g, v)
     }
 
     /// Applies the input as the writes of `__start__` and plans the entry nodes.
@@ -438,4 +421,63 @@ pub(crate) async fn run_subgraph(sub: &Subgraph, ctx: TaskContext) -> Result<Upd
         update.goto.extend(pc.goto);
     }
     Ok(update)
+}
+
+/// Whether `v` is a valid run input for `g`: an object (or null) of input channels with values
+/// of the right types. Checked before anything is written.
+fn check_input(g: &GraphInner, v: &Value) -> Result<(), RunError> {
+    match v {
+        Value::Null => Ok(()),
+        Value::Object(map) => {
+            let accepted = g.schema.input_keys();
+            if let Some(bad) = map.keys().find(|k| !accepted.contains(&k.as_str())) {
+                return Err(RunError::InvalidInput(format!(
+                    "`{bad}` is not an input of graph `{}`; it accepts: {}",
+                    g.name,
+                    accepted.join(", ")
+                )));
+            }
+            // Types too, before the input checkpoint is written: a bad value must not
+            // leave a thread whose next resume fails on it again.
+            for (key, value) in map {
+                let Some(ch) = g.schema.index_of(key) else {
+                    continue;
+                };
+                let spec = &g.schema.channels[ch];
+                let checked = match crate::reducer::as_overwrite(value) {
+                    Some(v) => spec.ty.check(v).map_err(|e| e.to_string()),
+                    None if spec.reducer.is_replace() => {
+                        spec.ty.check(value).map_err(|e| e.to_string())
+                    }
+                    None => spec
+                        .reducer
+                        .check_write(&spec.ty, value)
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| spec.reducer.prepare(&mut value.clone()).map_err(|e| e.0)),
+                };
+                if let Err(detail) = checked {
+                    return Err(RunError::InvalidInput(format!(
+                        "input `{key}` of graph `{}` must be {}, got {}: {detail}",
+                        g.name,
+                        spec.ty,
+                        crate::value_type::preview(value, 60)
+                    )));
+                }
+            }
+            Ok(())
+        }
+        other => Err(RunError::InvalidInput(format!(
+            "the input must be a JSON object of channel values, got {}",
+            crate::value_type::preview(other, 60)
+        ))),
+    }
+}
+
+impl crate::graph::CompiledGraph {
+    /// Checks a run input as a run would, before anything is written: an object (or null)
+    /// naming only input channels, each value of its channel's type (for servers that want to
+    /// answer 400 instead of starting a run that fails).
+    pub fn check_input(&self, input: &Value) -> Result<(), RunError> {
+        check_input(&self.inner, input)
+    }
 }
