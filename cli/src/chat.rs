@@ -141,6 +141,15 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
                 let arg = line["/graph".len()..].trim();
                 s.switch(if arg.is_empty() { "single" } else { arg });
             }
+            "/help" => eprintln!("{COMMANDS}"),
+            // `/compact` and `/clear` are handled by the graph's start router; any other
+            // slash word is most likely a typo, which the model should not get as a request.
+            _ if line.starts_with('/')
+                && !matches!(line.split_whitespace().next(), Some("/compact" | "/clear")) =>
+            {
+                let word = line.split_whitespace().next().unwrap_or(line);
+                eprintln!("unknown command {word}\n{COMMANDS}");
+            }
             _ => {
                 let input = json!({"messages": [{"type": "human", "content": line}]});
                 s.turn(Input::Values(input)).await;
@@ -149,6 +158,11 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
     }
     exit::DONE
 }
+
+/// What `/help` prints.
+const COMMANDS: &str = "commands: /compact (summarize the conversation), /clear (forget it), \
+/graph single|multi|FILE (switch architecture), /undo (back to before the last turn), \
+/help, /quit";
 
 impl Session<'_> {
     /// Prints one line: JSON with `--json`, else the text.

@@ -328,3 +328,28 @@ fn a_crashed_turn_is_finished_by_the_next_chat_on_the_thread() {
     );
     assert_eq!(shape(&read_json(&fresh_out)), shape(&wf));
 }
+
+#[test]
+fn a_mistyped_command_is_not_sent_to_the_model() {
+    need_catalogue!();
+    let db = tempfile::tempdir().unwrap();
+    // The script's first answer is for a build request: a typo sent as a message would
+    // consume it (or fail the turn).
+    let o = session(db.path(), &["--thread", "typo"], "/compcat\n/help\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("unknown command /compcat"), "{err}");
+    assert!(
+        err.contains("/compact (summarize the conversation)"),
+        "{err}"
+    );
+    assert!(!stdout(&o).contains("(scripted"), "{}", stdout(&o));
+    // Nothing ran on the thread.
+    let threads = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+        .arg("--db")
+        .arg(db.path())
+        .arg("threads")
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&threads.stdout);
+    assert!(!listed.contains("typo"), "{listed}");
+}
