@@ -726,6 +726,51 @@ async fn connect_nodes_ambiguous_and_sub_node_required() {
     assert_eq!(msg, "Connected \"A\" to \"B\" via main");
 }
 
+#[tokio::test]
+async fn ports_that_cannot_be_resolved_are_coded_errors() {
+    // Inputs computed from a parameter, not a list for one value (as a broken n8n description
+    // would give; an expression that throws gives no inputs, as in n8n).
+    let mut cat = Catalogue::builtin().expect("builtin");
+    cat.add_json_str(
+        r#"[{"name": "x.modal", "displayName": "Modal", "description": "", "version": 1,
+             "group": ["transform"],
+             "inputs": "={{ $parameter.mode === 'bad' ? 'not a list' : ['main'] }}",
+             "outputs": ["main"],
+             "properties": [{"name": "mode", "displayName": "Mode", "type": "string", "default": "ok"}]}]"#,
+        std::path::Path::new("<test>"),
+        None,
+        false,
+    )
+    .expect("test types");
+    let mut s = Session::new(Arc::new(cat));
+    let add = AddNodes::new(s.cat.clone());
+    let e = s
+        .err(
+            &add,
+            json!({"nodeType": "x.modal", "name": "Broken",
+                   "connectionParametersReasoning": "mode decides the inputs",
+                   "connectionParameters": {"mode": "bad"}}),
+        )
+        .await;
+    assert_eq!(e.code, codes::PORT_RESOLUTION_FAILED);
+    assert!(e.message.contains("check the parameter values"), "{e}");
+    // Added with a good mode, then changed to the bad one: connecting reports it.
+    let a = s.add("x.modal", "A", json!({"mode": "ok"})).await;
+    let b = s.add("x.modal", "B", json!({"mode": "ok"})).await;
+    s.wf.node_mut("B")
+        .expect("B")
+        .parameters
+        .insert("mode".into(), json!("bad"));
+    let e = s
+        .err(
+            &ConnectNodes::new(s.cat.clone()),
+            json!({"sourceNodeId": a, "targetNodeId": b}),
+        )
+        .await;
+    assert_eq!(e.code, codes::PORT_RESOLUTION_FAILED);
+    assert!(e.message.contains("\"B\""), "{e}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // connection inference on the real catalogue
 // ---------------------------------------------------------------------------------------------

@@ -880,6 +880,94 @@ async fn openai_embedder_errors() {
     .is_ok());
 }
 
+#[tokio::test]
+async fn knowledge_base_files_configuration_errors_are_coded() {
+    let tool = KnowledgeBaseFiles::new();
+    let args = json!({"query": "refunds"});
+    // No settings at all, then settings of the wrong shape.
+    let e = call(&tool, args.clone(), &ctx().await).await.unwrap_err();
+    assert_eq!(e.code, "KNOWLEDGE_BASE_NOT_CONFIGURED", "{}", e.message);
+    assert!(e.message.contains("documents"), "{}", e.message);
+    let e = call(
+        &tool,
+        args.clone(),
+        &ctx_with(json!({"documents": 3})).await,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, "KNOWLEDGE_BASE_NOT_CONFIGURED");
+    // An unknown embedder.
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs.json");
+    std::fs::write(&docs, r#"[{"id": "r", "text": "Refunds within 30 days."}]"#).unwrap();
+    let settings = |extra: Value| {
+        let mut s = json!({"documents": "docs.json", "base_dir": dir.path()});
+        s.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        s
+    };
+    let e = call(
+        &tool,
+        args.clone(),
+        &ctx_with(settings(json!({"embedder": "bert"}))).await,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, "KNOWLEDGE_BASE_NOT_CONFIGURED");
+    assert!(
+        e.message.contains("unknown embedder `bert`"),
+        "{}",
+        e.message
+    );
+    // A missing file, then a file that is not a document list.
+    let missing = json!({"documents": "nope.json", "base_dir": dir.path()});
+    let e = call(&tool, args.clone(), &ctx_with(missing).await)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "KNOWLEDGE_BASE_UNAVAILABLE");
+    assert!(e.message.contains("nope.json"), "{}", e.message);
+    std::fs::write(dir.path().join("bad.json"), r#"{"id": "r"}"#).unwrap();
+    let bad = json!({"documents": "bad.json", "base_dir": dir.path()});
+    let e = call(&tool, args.clone(), &ctx_with(bad).await)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "KNOWLEDGE_BASE_UNAVAILABLE");
+    assert!(e.message.contains("not a JSON list"), "{}", e.message);
+    // The good configuration answers.
+    let hits = call(&tool, args, &ctx_with(settings(json!({}))).await)
+        .await
+        .unwrap();
+    assert_eq!(hits["hits"][0]["id"], "r", "{hits}");
+}
+
+#[tokio::test]
+async fn embedding_errors_become_coded_tool_errors() {
+    use agentgraph_std_tools::general::embeddings::EmbedError;
+    let e: ToolError = EmbedError::Config("OPENAI_API_KEY is not set".into()).into();
+    assert_eq!(e.code, "EMBEDDING_CONFIG");
+    assert!(
+        e.message.contains("retrying will not help"),
+        "{}",
+        e.message
+    );
+    // A server that answers 500: the search fails with EMBEDDING_FAILED, not a panic.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(ResponseTemplate::new(500).set_body_string("overloaded"))
+        .mount(&server)
+        .await;
+    let embedder = OpenAiEmbedder::new("text-embedding-3-small", Some("k".into()))
+        .unwrap()
+        .with_base_url(format!("{}/v1", server.uri()));
+    let tool = KnowledgeBaseSearch::new(Arc::new(VectorStore::new()), Arc::new(embedder));
+    let e = call(&tool, json!({"query": "x"}), &ctx().await)
+        .await
+        .unwrap_err();
+    assert_eq!(e.code, "EMBEDDING_FAILED", "{}", e.message);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Schemas
 // ---------------------------------------------------------------------------------------------
