@@ -210,9 +210,19 @@ pub struct StreamState {
     /// Per content block index: the tool call position and its argument text so far.
     tool_blocks: Vec<(usize, usize, String)>,
     done: bool,
+    /// The output limit sent with the request (for the error when it cuts a tool call).
+    max_tokens: Option<u32>,
 }
 
 impl StreamState {
+    /// A state for a request sent with this output limit.
+    pub fn new(max_tokens: Option<u32>) -> Self {
+        StreamState {
+            max_tokens,
+            ..StreamState::default()
+        }
+    }
+
     /// Takes one event's JSON data, forwarding text and tool-call pieces to `emit`.
     pub fn handle(&mut self, ev: &Value, emit: &dyn Fn(ModelEvent)) -> Result<(), ModelError> {
         let kind = ev.get("type").and_then(Value::as_str).unwrap_or("");
@@ -320,13 +330,31 @@ impl StreamState {
         }
     }
 
-    /// The assembled answer, tool arguments parsed; fails if `message_stop` never came.
+    /// The assembled answer, tool arguments parsed; fails if `message_stop` never came, and
+    /// with [`ModelError::OutputTruncated`] when `max_tokens` cut a tool call. A text answer cut
+    /// by `max_tokens` is returned (stop reason `max_tokens`).
     pub fn finish(mut self) -> Result<ModelResponse, ModelError> {
         if !self.done {
             return Err(ModelError::Network {
                 provider: PROVIDER.into(),
                 message: "the stream ended before message_stop".into(),
             });
+        }
+        if self.response.stop_reason == "max_tokens" {
+            let last = self.tool_blocks.last().and_then(|(_, pos, text)| {
+                let call = self.response.tool_calls.get(*pos)?;
+                Some((call.name.as_str(), text.as_str()))
+            });
+            match last {
+                Some((tool, text)) => {
+                    http::check_cut_tool_call(PROVIDER, tool, text, self.max_tokens)?
+                }
+                None => tracing::warn!(
+                    provider = PROVIDER,
+                    max_tokens = ?self.max_tokens,
+                    "the answer was cut off by max_tokens"
+                ),
+            }
         }
         for (_, pos, text) in &self.tool_blocks {
             if let Some(call) = self.response.tool_calls.get_mut(*pos) {
@@ -381,43 +409,58 @@ impl ChatModel for AnthropicModel {
         ctx: &CallContext,
     ) -> Result<ModelResponse, ModelError> {
         let body = self.request_body(req);
+        let max_tokens = body["max_tokens"]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok());
         let url = format!("{}/v1/messages", self.base_url);
-        let call = async {
-            let resp = self
-                .http
-                .send(PROVIDER, &ctx.cancel, |c| {
-                    c.post(&url)
-                        .header("x-api-key", &self.api_key)
-                        .header("anthropic-version", API_VERSION)
-                        .header("accept", "text/event-stream")
-                        .json(&body)
-                })
-                .await?;
-            let emit = |e: ModelEvent| {
-                if let Some(f) = &ctx.on_event {
-                    f(e)
-                }
-            };
-            let mut state = StreamState::default();
-            let mut events = Box::pin(http::sse_events(PROVIDER, resp));
-            while let Some(ev) = events.next().await {
-                // Buffered events are handled without yielding, so check between them too.
-                if ctx.cancel.is_cancelled() {
-                    return Err(ModelError::Cancelled);
-                }
-                let ev = ev?;
-                let data = http::parse_json(PROVIDER, &ev.data)?;
-                state.handle(&data, &emit)?;
-                if state.done {
-                    break;
-                }
+        let forwarded = http::Forwarded::default();
+        let emit = http::emitter(ctx, &forwarded);
+        let mut response = self
+            .http
+            .call(PROVIDER, &ctx.cancel, &forwarded, || {
+                self.attempt(&url, &body, max_tokens, ctx, &emit)
+            })
+            .await?;
+        if response.model.is_empty() {
+            response.model = self.model.clone();
+        }
+        Ok(response)
+    }
+}
+
+impl AnthropicModel {
+    /// One request and its streamed answer.
+    async fn attempt(
+        &self,
+        url: &str,
+        body: &Value,
+        max_tokens: Option<u32>,
+        ctx: &CallContext,
+        emit: &(dyn Fn(ModelEvent) + Send + Sync),
+    ) -> Result<ModelResponse, ModelError> {
+        let request = self
+            .http
+            .client()
+            .post(url)
+            .header("x-api-key", &self.api_key)
+            .header("anthropic-version", API_VERSION)
+            .header("accept", "text/event-stream")
+            .json(body);
+        let resp = http::send_once(PROVIDER, request).await?;
+        let mut state = StreamState::new(max_tokens);
+        let mut events = Box::pin(http::sse_events(PROVIDER, resp));
+        while let Some(ev) = events.next().await {
+            // Buffered events are handled without yielding, so check between them too.
+            if ctx.cancel.is_cancelled() {
+                return Err(ModelError::Cancelled);
             }
-            let mut response = state.finish()?;
-            if response.model.is_empty() {
-                response.model = self.model.clone();
+            let ev = ev?;
+            let data = http::parse_json(PROVIDER, &ev.data)?;
+            state.handle(&data, emit)?;
+            if state.done {
+                break;
             }
-            Ok(response)
-        };
-        http::cancellable(&ctx.cancel, call).await
+        }
+        state.finish()
     }
 }

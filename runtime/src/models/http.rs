@@ -3,16 +3,21 @@
 //! jitter, `retry-after` honoured), cancellation, server-sent-event streams, and the helpers
 //! that read the runtime's JSON messages.
 //!
-//! Only the request up to a successful status is retried: once an answer streams in, its pieces
-//! have already gone to `on_event`, so a failure mid-stream is returned (a node-level retry
-//! policy can run the whole call again).
+//! A retry covers the whole attempt: the request and the streamed answer. A transient failure
+//! while the answer streams in (an in-stream overload or server error, a read timeout, a stream
+//! cut short) is retried like a failed request as long as no piece of the answer has been
+//! forwarded to the caller yet. Once pieces have been forwarded, the call is not retried in
+//! place (the caller would see the text twice); it fails with
+//! [`ModelError::StreamInterrupted`], which is retryable, so a node retry policy can run the
+//! whole call again.
 
-use super::ModelError;
+use super::{CallContext, ModelError, ModelEvent};
 use crate::retry::{RetryOn, RetryPolicy};
 use eventsource_stream::{Event, Eventsource};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
 use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -69,23 +74,43 @@ impl HttpClient {
         &self.client
     }
 
-    /// Sends the request built by `make` until it gets a successful status, retrying transient
-    /// failures as the retry policy says. Cancellation aborts the request and any wait.
-    pub async fn send(
+    /// Runs `attempt` (one request and its streamed answer) until it succeeds, retrying
+    /// transient failures as the retry policy says, with exponential backoff and jitter
+    /// (`retry-after` honoured), while `forwarded` counts no piece forwarded to the caller.
+    /// After pieces have been forwarded, a failure the policy would retry becomes
+    /// [`ModelError::StreamInterrupted`] instead. Cancellation aborts the attempt and any wait.
+    pub async fn call<T, Fut>(
         &self,
         provider: &str,
         cancel: &CancellationToken,
-        make: impl Fn(&reqwest::Client) -> reqwest::RequestBuilder,
-    ) -> Result<reqwest::Response, ModelError> {
+        forwarded: &Forwarded,
+        mut attempt: impl FnMut() -> Fut,
+    ) -> Result<T, ModelError>
+    where
+        Fut: Future<Output = Result<T, ModelError>>,
+    {
         let policy = &self.options.retry;
-        let mut attempt = 1u32;
+        let mut n = 1u32;
         loop {
-            let result = cancellable(cancel, send_once(provider, make(&self.client))).await;
-            let err = match result {
-                Ok(resp) => return Ok(resp),
+            let err = match cancellable(cancel, attempt()).await {
+                Ok(v) => return Ok(v),
                 Err(e) => e,
             };
-            if attempt >= policy.max_attempts.max(1) || !should_retry(policy, &err) {
+            let retryable = should_retry(policy, &err);
+            let chunks = forwarded.count();
+            if chunks > 0 {
+                if !retryable {
+                    return Err(err);
+                }
+                tracing::debug!(provider, attempt = n, chunks, error = %err,
+                    "model stream broke after pieces were forwarded; not retrying in place");
+                return Err(ModelError::StreamInterrupted {
+                    provider: provider.to_string(),
+                    chunks,
+                    cause: Box::new(err),
+                });
+            }
+            if n >= policy.max_attempts.max(1) || !retryable {
                 return Err(err);
             }
             let wait = match &err {
@@ -93,24 +118,59 @@ impl HttpClient {
                     retry_after: Some(d),
                     ..
                 } => (*d).min(policy.max_interval),
-                _ => policy.backoff(attempt),
+                _ => policy.backoff(n),
             };
-            tracing::debug!(provider, attempt, ?wait, error = %err, "retrying model call");
+            tracing::debug!(provider, attempt = n, ?wait, error = %err, "retrying model call");
             cancellable(cancel, async {
                 tokio::time::sleep(wait).await;
                 Ok(())
             })
             .await?;
-            attempt += 1;
+            n += 1;
         }
     }
 }
 
-/// Whether the policy retries this error.
+/// Counts the pieces of an answer forwarded to the caller during one call (see
+/// [`HttpClient::call`]).
+#[derive(Debug, Default)]
+pub struct Forwarded(AtomicUsize);
+
+impl Forwarded {
+    /// How many pieces have been forwarded.
+    pub fn count(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+
+    /// Counts one more piece.
+    pub fn add(&self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Forwards pieces to `ctx.on_event`, counting them in `forwarded`. Without `on_event` nothing
+/// is forwarded, nor counted.
+pub fn emitter<'a>(
+    ctx: &'a CallContext,
+    forwarded: &'a Forwarded,
+) -> impl Fn(ModelEvent) + Send + Sync + 'a {
+    move |e| {
+        if let Some(f) = &ctx.on_event {
+            forwarded.add();
+            f(e)
+        }
+    }
+}
+
+/// Whether the policy retries this error. A cut-off answer ([`ModelError::OutputTruncated`]) is
+/// never retried: the output limit has to be raised.
 fn should_retry(policy: &RetryPolicy, err: &ModelError) -> bool {
     match &policy.retry_on {
         RetryOn::Transient => err.is_transient(),
-        RetryOn::Any => !matches!(err, ModelError::Cancelled | ModelError::Config(_)),
+        RetryOn::Any => !matches!(
+            err,
+            ModelError::Cancelled | ModelError::Config(_) | ModelError::OutputTruncated { .. }
+        ),
         RetryOn::Codes(codes) => codes.iter().any(|c| c == error_code(err)),
     }
 }
@@ -124,6 +184,8 @@ pub fn error_code(err: &ModelError) -> &'static str {
         ModelError::BadRequest { .. } => "bad_request",
         ModelError::Network { .. } => "network",
         ModelError::InvalidResponse { .. } => "invalid_response",
+        ModelError::StreamInterrupted { .. } => "stream_interrupted",
+        ModelError::OutputTruncated { .. } => "output_truncated",
         ModelError::Script(_) => "script",
         ModelError::Config(_) => "config",
         ModelError::Cancelled => "cancelled",
@@ -143,7 +205,8 @@ pub async fn cancellable<T>(
     }
 }
 
-async fn send_once(
+/// Sends one request; a status other than success is mapped to an error (no retry).
+pub async fn send_once(
     provider: &str,
     req: reqwest::RequestBuilder,
 ) -> Result<reqwest::Response, ModelError> {
@@ -279,6 +342,26 @@ pub fn parse_args(provider: &str, tool: &str, text: &str) -> Result<Value, Model
             "arguments of tool `{tool}` are not JSON ({e}): {}",
             truncate(text, 200)
         ),
+    })
+}
+
+/// Checks the last tool call of an answer the output limit cut off (Anthropic stop reason
+/// `max_tokens`, OpenAI finish reason `length`): arguments that are empty or not JSON mean the
+/// limit was hit in the middle of that call, which is [`ModelError::OutputTruncated`].
+pub fn check_cut_tool_call(
+    provider: &str,
+    tool: &str,
+    args_text: &str,
+    max_tokens: Option<u32>,
+) -> Result<(), ModelError> {
+    let complete = !args_text.trim().is_empty() && serde_json::from_str::<Value>(args_text).is_ok();
+    if complete {
+        return Ok(());
+    }
+    Err(ModelError::OutputTruncated {
+        provider: provider.to_string(),
+        tool: tool.to_string(),
+        max_tokens,
     })
 }
 
@@ -418,6 +501,35 @@ mod tests {
         assert!(
             matches!(e, ModelError::BadRequest { ref message, .. } if message == "max_tokens missing")
         );
+    }
+
+    #[test]
+    fn a_cut_answer_is_never_retried() {
+        let cut = ModelError::OutputTruncated {
+            provider: "p".into(),
+            tool: "t".into(),
+            max_tokens: Some(5),
+        };
+        let any = RetryPolicy {
+            retry_on: RetryOn::Any,
+            ..RetryPolicy::default()
+        };
+        assert!(!should_retry(&any, &cut));
+        assert!(!should_retry(&RetryPolicy::default(), &cut));
+        let broke = ModelError::StreamInterrupted {
+            provider: "p".into(),
+            chunks: 2,
+            cause: Box::new(ModelError::Network {
+                provider: "p".into(),
+                message: "timed out".into(),
+            }),
+        };
+        assert!(should_retry(&RetryPolicy::default(), &broke));
+        let by_code = RetryPolicy {
+            retry_on: RetryOn::Codes(vec!["stream_interrupted".into()]),
+            ..RetryPolicy::default()
+        };
+        assert!(should_retry(&by_code, &broke) && !should_retry(&by_code, &cut));
     }
 
     #[test]

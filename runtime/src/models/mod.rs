@@ -244,6 +244,37 @@ pub enum ModelError {
         /// What was wrong.
         message: String,
     },
+    /// The answer stream broke (a transient error: network, timeout, overload) after some of
+    /// its pieces had already been forwarded to the caller, so the provider did not retry it in
+    /// place. Retryable: a node retry policy may run the whole call again.
+    #[error(
+        "the {provider} stream broke after {chunks} chunk(s) had been streamed to the caller, so \
+         it was not retried in place: {cause}"
+    )]
+    StreamInterrupted {
+        /// The provider.
+        provider: String,
+        /// How many pieces had been forwarded to `on_event`.
+        chunks: usize,
+        /// The error that broke the stream.
+        #[source]
+        cause: Box<ModelError>,
+    },
+    /// The answer was cut off by the output limit in the middle of a tool call, so the call's
+    /// arguments are incomplete. Not retryable: the limit has to be raised.
+    #[error(
+        "the model hit max_tokens ({}) in the middle of tool call `{tool}`; raise max_tokens in \
+         the model block",
+        .max_tokens.map(|n| n.to_string()).unwrap_or_else(|| "the provider's default".into())
+    )]
+    OutputTruncated {
+        /// The provider.
+        provider: String,
+        /// The tool whose call was cut off.
+        tool: String,
+        /// The output limit sent with the request (`None`: the provider's default).
+        max_tokens: Option<u32>,
+    },
     /// The scripted model has no (matching) response left.
     #[error("scripted model: {0}")]
     Script(String),
@@ -256,11 +287,15 @@ pub enum ModelError {
 }
 
 impl ModelError {
-    /// Whether retrying may help (rate limits, server errors, network trouble).
+    /// Whether retrying may help (rate limits, server errors, network trouble, a stream that
+    /// broke after part of the answer was streamed).
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            ModelError::RateLimited { .. } | ModelError::Server { .. } | ModelError::Network { .. }
+            ModelError::RateLimited { .. }
+                | ModelError::Server { .. }
+                | ModelError::Network { .. }
+                | ModelError::StreamInterrupted { .. }
         )
     }
 }

@@ -164,15 +164,29 @@ pub struct StreamState {
     /// Per streamed tool-call index: its position in the answer and its argument text so far.
     calls: Vec<(u64, usize, String)>,
     finished: bool,
+    /// The output limit sent with the request (for the error when it cuts a tool call).
+    max_tokens: Option<u32>,
 }
 
 impl StreamState {
+    /// A state for a request sent with this output limit (`None`: the server's default).
+    pub fn new(max_tokens: Option<u32>) -> Self {
+        StreamState {
+            max_tokens,
+            ..StreamState::default()
+        }
+    }
+
     /// Takes one chunk, forwarding text and tool-call pieces to `emit`.
     pub fn handle(&mut self, chunk: &Value, emit: &dyn Fn(ModelEvent)) -> Result<(), ModelError> {
         if let Some(err) = chunk.get("error") {
             let body = json!({ "error": err }).to_string();
-            let status = err.get("code").and_then(Value::as_u64).unwrap_or(500) as u16;
-            return Err(http::status_error(PROVIDER, status, None, &body));
+            return Err(http::status_error(
+                PROVIDER,
+                stream_error_status(err),
+                None,
+                &body,
+            ));
         }
         if let Some(model) = chunk.get("model").and_then(Value::as_str) {
             if self.response.model.is_empty() {
@@ -254,7 +268,9 @@ impl StreamState {
         });
     }
 
-    /// The assembled answer, tool arguments parsed; fails if the stream was cut short.
+    /// The assembled answer, tool arguments parsed; fails if the stream was cut short, and
+    /// with [`ModelError::OutputTruncated`] when the output limit (finish reason `length`) cut
+    /// a tool call. A text answer cut by the limit is returned (stop reason `length`).
     pub fn finish(mut self, saw_done: bool) -> Result<ModelResponse, ModelError> {
         if !self.finished && !saw_done {
             return Err(ModelError::Network {
@@ -262,12 +278,45 @@ impl StreamState {
                 message: "the stream ended before a finish_reason or [DONE]".into(),
             });
         }
+        if self.response.stop_reason == "length" {
+            let last = self.calls.last().and_then(|(_, pos, text)| {
+                let call = self.response.tool_calls.get(*pos)?;
+                Some((call.name.as_str(), text.as_str()))
+            });
+            match last {
+                Some((tool, text)) => {
+                    http::check_cut_tool_call(PROVIDER, tool, text, self.max_tokens)?
+                }
+                None => tracing::warn!(
+                    provider = PROVIDER,
+                    max_tokens = ?self.max_tokens,
+                    "the answer was cut off by max_tokens"
+                ),
+            }
+        }
         for (_, pos, text) in &self.calls {
             if let Some(call) = self.response.tool_calls.get_mut(*pos) {
                 call.args = http::parse_args(PROVIDER, &call.name, text)?;
             }
         }
         Ok(self.response)
+    }
+}
+
+/// The HTTP status an in-stream error stands for: a numeric `code`, else its `type`
+/// (`invalid_request_error` is a bad request, which is not retried), else a server error.
+fn stream_error_status(err: &Value) -> u16 {
+    if let Some(code) = err.get("code").and_then(Value::as_u64) {
+        return u16::try_from(code).unwrap_or(500);
+    }
+    let kind = err.get("type").and_then(Value::as_str).unwrap_or("");
+    match kind {
+        "invalid_request_error" => 400,
+        "authentication_error" => 401,
+        "permission_error" => 403,
+        "not_found_error" => 404,
+        "rate_limit_error" | "rate_limit_exceeded" | "insufficient_quota" => 429,
+        _ => 500,
     }
 }
 
@@ -283,48 +332,61 @@ impl ChatModel for OpenAiModel {
         ctx: &CallContext,
     ) -> Result<ModelResponse, ModelError> {
         let body = self.request_body(req);
+        let max_tokens = body["max_tokens"]
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok());
         let url = format!("{}/chat/completions", self.base_url);
-        let call = async {
-            let resp = self
-                .http
-                .send(PROVIDER, &ctx.cancel, |c| {
-                    let mut r = c
-                        .post(&url)
-                        .header("accept", "text/event-stream")
-                        .json(&body);
-                    if let Some(key) = &self.api_key {
-                        r = r.bearer_auth(key);
-                    }
-                    r
-                })
-                .await?;
-            let emit = |e: ModelEvent| {
-                if let Some(f) = &ctx.on_event {
-                    f(e)
-                }
-            };
-            let mut state = StreamState::default();
-            let mut saw_done = false;
-            let mut events = Box::pin(http::sse_events(PROVIDER, resp));
-            while let Some(ev) = events.next().await {
-                // Buffered events are handled without yielding, so check between them too.
-                if ctx.cancel.is_cancelled() {
-                    return Err(ModelError::Cancelled);
-                }
-                let ev = ev?;
-                if ev.data.trim() == "[DONE]" {
-                    saw_done = true;
-                    break;
-                }
-                let chunk = http::parse_json(PROVIDER, &ev.data)?;
-                state.handle(&chunk, &emit)?;
+        let forwarded = http::Forwarded::default();
+        let emit = http::emitter(ctx, &forwarded);
+        let mut response = self
+            .http
+            .call(PROVIDER, &ctx.cancel, &forwarded, || {
+                self.attempt(&url, &body, max_tokens, ctx, &emit)
+            })
+            .await?;
+        if response.model.is_empty() {
+            response.model = self.model.clone();
+        }
+        Ok(response)
+    }
+}
+
+impl OpenAiModel {
+    /// One request and its streamed answer.
+    async fn attempt(
+        &self,
+        url: &str,
+        body: &Value,
+        max_tokens: Option<u32>,
+        ctx: &CallContext,
+        emit: &(dyn Fn(ModelEvent) + Send + Sync),
+    ) -> Result<ModelResponse, ModelError> {
+        let mut request = self
+            .http
+            .client()
+            .post(url)
+            .header("accept", "text/event-stream")
+            .json(body);
+        if let Some(key) = &self.api_key {
+            request = request.bearer_auth(key);
+        }
+        let resp = http::send_once(PROVIDER, request).await?;
+        let mut state = StreamState::new(max_tokens);
+        let mut saw_done = false;
+        let mut events = Box::pin(http::sse_events(PROVIDER, resp));
+        while let Some(ev) = events.next().await {
+            // Buffered events are handled without yielding, so check between them too.
+            if ctx.cancel.is_cancelled() {
+                return Err(ModelError::Cancelled);
             }
-            let mut response = state.finish(saw_done)?;
-            if response.model.is_empty() {
-                response.model = self.model.clone();
+            let ev = ev?;
+            if ev.data.trim() == "[DONE]" {
+                saw_done = true;
+                break;
             }
-            Ok(response)
-        };
-        http::cancellable(&ctx.cancel, call).await
+            let chunk = http::parse_json(PROVIDER, &ev.data)?;
+            state.handle(&chunk, emit)?;
+        }
+        state.finish(saw_done)
     }
 }

@@ -203,6 +203,8 @@ fn node_error(model: &str, e: ModelError) -> NodeError {
         ModelError::BadRequest { .. } => "MODEL_BAD_REQUEST",
         ModelError::Network { .. } => "MODEL_NETWORK",
         ModelError::InvalidResponse { .. } => "MODEL_INVALID_RESPONSE",
+        ModelError::StreamInterrupted { .. } => "MODEL_STREAM_INTERRUPTED",
+        ModelError::OutputTruncated { .. } => "MODEL_OUTPUT_TRUNCATED",
         ModelError::Script(_) => "MODEL_SCRIPT",
         ModelError::Config(_) => "MODEL_CONFIG",
         ModelError::Cancelled => return NodeError::Cancelled,

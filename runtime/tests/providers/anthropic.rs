@@ -110,21 +110,16 @@ async fn anthropic_assembles_tool_call_from_json_deltas_and_shapes_the_request()
 
 #[tokio::test]
 async fn anthropic_error_event_and_bad_json_are_typed_errors() {
+    // An in-stream overload is retried (nothing was forwarded), then reported as such.
     let server = MockServer::start().await;
     let body = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\n\
                 event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
     Mock::given(method("POST"))
         .respond_with(sse_response(body.into()))
-        .up_to_n_times(1)
-        .with_priority(1)
+        .expect(3)
         .mount(&server)
         .await;
-    Mock::given(method("POST"))
-        .respond_with(sse_response("event: ping\ndata: {not json\n\n".into()))
-        .mount(&server)
-        .await;
-    let m = anthropic(&server.uri());
-    let e = m
+    let e = anthropic(&server.uri())
         .complete(&hello(), &CallContext::default())
         .await
         .unwrap_err();
@@ -132,7 +127,14 @@ async fn anthropic_error_event_and_bad_json_are_typed_errors() {
         matches!(e, ModelError::Server { status: 529, ref message, .. } if message == "Overloaded"),
         "{e:?}"
     );
-    let e = m
+    // Bad JSON is not retried.
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(sse_response("event: ping\ndata: {not json\n\n".into()))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let e = anthropic(&server.uri())
         .complete(&hello(), &CallContext::default())
         .await
         .unwrap_err();

@@ -173,29 +173,34 @@ async fn openai_errors_map_and_retry() {
 
 #[tokio::test]
 async fn openai_truncated_stream_and_bad_arguments_are_errors() {
+    // A stream cut short is retried (no caller received its text), then reported.
     let server = MockServer::start().await;
     let cut = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n";
     Mock::given(method("POST"))
         .respond_with(sse_response(cut.into()))
-        .up_to_n_times(1)
-        .with_priority(1)
+        .expect(3)
         .mount(&server)
         .await;
+    let e = openai(&server.uri(), None)
+        .complete(&hello(), &CallContext::default())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, ModelError::Network { ref message, .. } if message.contains("[DONE]")),
+        "{e:?}"
+    );
+    // Arguments that are not JSON are not retried.
+    let server = MockServer::start().await;
     let bad = openai_sse(&[
         json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "c", "function": {"name": "t", "arguments": "{oops"}}]}}]}),
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
     ]);
     Mock::given(method("POST"))
         .respond_with(sse_response(bad))
+        .expect(1)
         .mount(&server)
         .await;
-    let m = openai(&server.uri(), None);
-    let e = m
-        .complete(&hello(), &CallContext::default())
-        .await
-        .unwrap_err();
-    assert!(matches!(e, ModelError::Network { .. }), "{e:?}");
-    let e = m
+    let e = openai(&server.uri(), None)
         .complete(&hello(), &CallContext::default())
         .await
         .unwrap_err();

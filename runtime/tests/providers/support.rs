@@ -1,12 +1,14 @@
 //! Helpers shared by the provider tests.
 
 use agentgraph_runtime::models::anthropic::AnthropicModel;
+use agentgraph_runtime::models::http::HttpOptions;
 use agentgraph_runtime::models::openai::OpenAiModel;
 use agentgraph_runtime::models::{
     CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, SystemPart, ToolChoice, ToolSpec,
 };
 use agentgraph_runtime::RetryPolicy;
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -190,4 +192,139 @@ pub async fn cancel_mid_stream(
         closed.await.unwrap(),
         "the HTTP connection should be dropped"
     );
+}
+
+/// HTTP options for tests: a short read timeout and millisecond backoffs.
+pub fn quick_options(read_timeout: Duration) -> HttpOptions {
+    HttpOptions {
+        connect_timeout: Duration::from_secs(5),
+        read_timeout,
+        retry: fast_retry(),
+    }
+}
+
+pub fn anthropic_with(base: &str, options: HttpOptions) -> AnthropicModel {
+    anthropic(base).with_http_options(options).unwrap()
+}
+
+pub fn openai_with(base: &str, options: HttpOptions) -> OpenAiModel {
+    openai(base, None).with_http_options(options).unwrap()
+}
+
+/// How a [`sequence_server`] answers one connection.
+pub enum Reply {
+    /// Sends this event-stream body, then closes the connection.
+    Full(String),
+    /// Sends this start of an event stream, then stalls (until the client hangs up).
+    Stall(String),
+}
+
+/// A loopback HTTP server answering its n-th connection with `replies[n]` (the last reply
+/// repeats); it counts the requests it received.
+pub async fn sequence_server(replies: Vec<Reply>) -> (String, Arc<AtomicUsize>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let count = Arc::new(AtomicUsize::new(0));
+    let seen = count.clone();
+    let replies = Arc::new(replies);
+    tokio::spawn(async move {
+        while let Ok((mut sock, _)) = listener.accept().await {
+            let n = seen.fetch_add(1, Ordering::SeqCst);
+            let replies = replies.clone();
+            tokio::spawn(async move {
+                read_request(&mut sock).await;
+                let reply = &replies[n.min(replies.len() - 1)];
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                            connection: close\r\n\r\n";
+                let (body, stall) = match reply {
+                    Reply::Full(b) => (b, false),
+                    Reply::Stall(b) => (b, true),
+                };
+                let _ = sock.write_all(head.as_bytes()).await;
+                let _ = sock.write_all(body.as_bytes()).await;
+                let _ = sock.flush().await;
+                if stall {
+                    let mut buf = [0u8; 1024];
+                    while let Ok(Ok(n)) =
+                        tokio::time::timeout(Duration::from_secs(5), sock.read(&mut buf)).await
+                    {
+                        if n == 0 {
+                            break;
+                        }
+                    }
+                } else {
+                    let _ = sock.shutdown().await;
+                }
+            });
+        }
+    });
+    (format!("http://{addr}"), count)
+}
+
+/// Reads one request: its head and `content-length` bytes of body.
+async fn read_request(sock: &mut tokio::net::TcpStream) {
+    let mut data = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&data[..end]).to_ascii_lowercase();
+            let len = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .unwrap_or(0);
+            if data.len() >= end + 4 + len {
+                return;
+            }
+        }
+        match sock.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => data.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// An Anthropic stream cut by `max_tokens` in the middle of a `weather` tool call.
+pub fn anthropic_cut_tool_stream() -> String {
+    anthropic_sse(&[
+        json!({"type": "message_start", "message": {"model": "claude-test", "usage": {"input_tokens": 30}}}),
+        json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": "{\"city\": \"Os"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}, "usage": {"output_tokens": 50}}),
+        json!({"type": "message_stop"}),
+    ])
+}
+
+pub fn openai_text_stream() -> String {
+    openai_sse(&[
+        json!({"model": "gpt-test", "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": "Hello"}}]}),
+        json!({"choices": [{"index": 0, "delta": {"content": ", world"}}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ])
+}
+
+/// A graph running one `llm` node on a `messages` channel.
+pub fn llm_graph(
+    node: Arc<dyn agentgraph_runtime::Node>,
+    options: agentgraph_runtime::NodeOptions,
+) -> agentgraph_runtime::CompiledGraph {
+    use agentgraph_runtime::{ChannelSpec, GraphBuilder, ValueType, END, START};
+    let messages = ChannelSpec::new("messages", ValueType::Messages)
+        .reducer(Arc::new(agentgraph_runtime::AddMessages))
+        .default_value(json!([]));
+    GraphBuilder::new("g")
+        .channel(messages)
+        .node_with("agent", node, options)
+        .chain(&[START, "agent", END])
+        .compile()
+        .unwrap()
+}
+
+pub fn ask() -> agentgraph_runtime::Input {
+    agentgraph_runtime::Input::values(
+        json!({"messages": [{"type": "human", "id": "h1", "content": "hi"}]}),
+    )
 }
