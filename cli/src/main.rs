@@ -163,8 +163,10 @@ enum Cmd {
         #[command(flatten)]
         opts: chat::ChatOpts,
     },
-    /// Serve the graphs of a folder over HTTP with SSE events (see docs/serve.md): runs,
-    /// replayable events, resume, cancel, state, history, threads.
+    /// Serve the graphs of a folder over HTTP with SSE events (see the README's "Serving over
+    /// HTTP" section and docs/deploy.md): runs, replayable events, resume, cancel, state,
+    /// history, threads. Logs go to stderr (default level `info`; `RUST_LOG` overrides).
+    /// SIGTERM or Ctrl-C stops it gracefully: runs in flight are cancelled and checkpointed.
     Serve {
         /// The folder holding the graph files runs may name.
         #[arg(long, default_value = "graphs")]
@@ -187,8 +189,26 @@ enum Cmd {
     },
 }
 
+/// Logs on stderr (stdout stays for results). `agentgraph serve` logs at `info` by default;
+/// other commands log only when `RUST_LOG` is set. `RUST_LOG` (e.g. `warn`,
+/// `agentgraph_server=debug`) overrides the default.
+fn init_logging(serve: bool) {
+    use std::io::IsTerminal;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(v) if !v.trim().is_empty() => tracing_subscriber::EnvFilter::new(v),
+        _ if serve => tracing_subscriber::EnvFilter::new("info"),
+        _ => return,
+    };
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    init_logging(matches!(cli.cmd, Cmd::Serve { .. }));
     // Scripted models keep their per-thread cursors next to the checkpoints, so a thread
     // resumed by a later process continues its script (set before any thread starts).
     if std::env::var_os(agentgraph_dsl::agents::model::SCRIPT_STATE_VAR).is_none() {
@@ -266,7 +286,8 @@ async fn dispatch(cli: Cli) -> u8 {
     }
 }
 
-/// `agentgraph serve`: until Ctrl-C, then a graceful shutdown (running runs checkpoint).
+/// `agentgraph serve`: until SIGTERM or Ctrl-C, then a graceful shutdown (running runs are
+/// cancelled and checkpoint; exit 0).
 async fn serve(
     ctx: &graph::Ctx,
     graphs: PathBuf,
@@ -303,14 +324,45 @@ async fn serve(
     };
     // The bound address, so `--addr 127.0.0.1:0` tells the caller which port it got.
     match listener.local_addr() {
-        Ok(bound) => eprintln!("serving on http://{bound} (Ctrl-C stops)"),
-        Err(_) => eprintln!("serving on http://{addr} (Ctrl-C stops)"),
+        Ok(bound) => eprintln!("serving on http://{bound} (Ctrl-C or SIGTERM stops)"),
+        Err(_) => eprintln!("serving on http://{addr} (Ctrl-C or SIGTERM stops)"),
     }
     let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+        stop_signal().await;
+        tracing::info!("stopping: cancelling runs in flight so they checkpoint");
     };
     match agentgraph_server::serve_on(listener, state, shutdown).await {
         Ok(()) => exit::DONE,
         Err(e) => graph::fail(e, exit::FAILED),
+    }
+}
+
+/// Completes on Ctrl-C (SIGINT) or, on unix, SIGTERM (what Docker, systemd and Kubernetes
+/// send). If a handler cannot be installed, only the other signal stops the server.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM ({e}); only Ctrl-C stops the server");
+                ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c().await;
+}
+
+/// Ctrl-C; never completes if its handler cannot be installed.
+async fn ctrl_c() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
     }
 }

@@ -64,7 +64,8 @@ impl Hub {
 struct Trees {
     /// `thread 0x00 seq(u64 BE)` → envelope JSON.
     events: sled::Tree,
-    /// `n thread` → next seq (u64 BE); `g thread` → the graph the thread last ran.
+    /// `n thread` → next seq (u64 BE); `g thread` → the graph the thread last ran; `r thread`
+    /// → the id of the run in flight on the thread (removed when it ends).
     meta: sled::Tree,
     db: sled::Db,
 }
@@ -223,6 +224,21 @@ impl EventStore {
         Ok(())
     }
 
+    /// Records the run in flight on a thread (`None` once it has ended), so a restart after a
+    /// kill knows which run to end even when the bounded log no longer holds its `started`
+    /// event (see [`EventStore::close_unfinished_runs`]).
+    pub fn set_running(&self, thread: &str, run_id: Option<&str>) -> Result<(), ServerError> {
+        if let Some(t) = &self.trees {
+            let key = meta_key(b'r', thread);
+            match run_id {
+                Some(id) => t.meta.insert(key, id.as_bytes()).map(|_| ()),
+                None => t.meta.remove(key).map(|_| ()),
+            }
+            .map_err(storage)?;
+        }
+        Ok(())
+    }
+
     /// The graph a thread last ran, if known.
     pub fn graph_of(&self, thread: &str) -> Result<Option<String>, ServerError> {
         if let Some(g) = self
@@ -241,6 +257,80 @@ impl EventStore {
                 .map(|v| String::from_utf8_lossy(&v).into_owned())),
             None => Ok(None),
         }
+    }
+
+    /// Ends the logs a previous process left mid-run. A thread whose newest event is not a
+    /// run-end event (a `run` event other than `started`) had a run in flight when that process
+    /// stopped without a graceful shutdown (killed, crashed, or past the shutdown grace); it gets
+    /// a `run` event `{status: "interrupted", run_id, reason}` so clients replaying the log see
+    /// the run end. `run_id` is the one [`EventStore::set_running`] recorded, else the one of
+    /// the newest `run started` event still in the log (else `null`). Its checkpoint is there: resuming the
+    /// thread continues the run. Call it before serving; returns the threads it ended.
+    pub fn close_unfinished_runs(&self) -> Result<Vec<String>, ServerError> {
+        let Some(t) = &self.trees else {
+            return Ok(Vec::new());
+        };
+        // Every thread that ever logged an event has its next id in `meta` (`n thread`).
+        let mut threads = Vec::new();
+        for kv in t.meta.scan_prefix([b'n']) {
+            let (k, _) = kv.map_err(storage)?;
+            if let Some(name) = k.get(1..) {
+                threads.push(String::from_utf8_lossy(name).into_owned());
+            }
+        }
+        let mut closed = Vec::new();
+        for thread in threads {
+            let mut prefix = thread.as_bytes().to_vec();
+            prefix.push(0);
+            // Newest first: only the events after the newest `run` event are read.
+            let running = t.meta.get(meta_key(b'r', &thread)).map_err(storage)?;
+            let mut open = None;
+            for kv in t.events.scan_prefix(&prefix).rev() {
+                let (_, v) = kv.map_err(storage)?;
+                let Ok(ev) = serde_json::from_slice::<serde_json::Value>(&v) else {
+                    open.get_or_insert(serde_json::Value::Null);
+                    continue;
+                };
+                if ev["mode"] != "run" {
+                    // A run's own event after its `started`: the run did not end.
+                    open.get_or_insert(serde_json::Value::Null);
+                    continue;
+                }
+                if ev["data"]["status"] == "started" {
+                    open = Some(ev["data"]["run_id"].clone());
+                }
+                break;
+            }
+            let run_id = match (running, open) {
+                (_, None) => {
+                    // The log ends with an end event: the run was closed (a leftover marker
+                    // only means the process stopped between the two writes).
+                    self.set_running(&thread, None)?;
+                    continue;
+                }
+                (Some(id), Some(_)) => {
+                    serde_json::Value::String(String::from_utf8_lossy(&id).into_owned())
+                }
+                (None, Some(id)) => id,
+            };
+            self.append(&thread, |seq| {
+                serde_json::json!({
+                    "seq": seq, "ns": [], "mode": "run", "node": null,
+                    "data": {
+                        "status": "interrupted",
+                        "run_id": run_id,
+                        "reason": "the server stopped during the run; resume the thread to continue",
+                    },
+                })
+                .to_string()
+            })?;
+            self.set_running(&thread, None)?;
+            closed.push(thread);
+        }
+        if !closed.is_empty() {
+            self.flush()?;
+        }
+        Ok(closed)
     }
 
     /// Whether events are persisted on disk.

@@ -9,18 +9,25 @@
 //! # }
 //! ```
 //!
-//! Endpoints (JSON errors are `{"error": {"code", "message"}}`, plus `diagnostics` for 422):
+//! Endpoints (JSON errors are `{"error": {"code", "message"}}`, plus `diagnostics` for 422;
+//! an unknown path is 404 `NOT_FOUND`, a wrong method 405 `METHOD_NOT_ALLOWED`):
 //! - `POST /threads/{id}/runs` `{graph, input?, stream_modes?, recursion_limit?, config?}` →
 //!   202 `{run_id, thread_id, graph}`; 409 `RUN_ACTIVE`, 404 `GRAPH_NOT_FOUND`, 400
 //!   `BAD_INPUT`/`BAD_STREAM_MODE`/`BAD_REQUEST`/`BAD_GRAPH_NAME`, 413 `PAYLOAD_TOO_LARGE`,
-//!   422 `GRAPH_INVALID`.
+//!   422 `GRAPH_INVALID`. The `run_id` is the engine's too: checkpoint metadata `run_id` and
+//!   the run's key in `usage.runs`.
 //! - `GET /threads/{id}/events`: SSE, each event `id: <seq>` and `data: {seq, ns, mode, node,
 //!   data}`. `Last-Event-ID` (header) or `?lastEventId=` replays the logged events after that
 //!   id, then goes on live; without either, only new events come (`lastEventId=0` replays the
 //!   whole log). Runs are framed by `mode: "run"` events, `data: {status: "started", run_id}`
 //!   and `data: {status: done|interrupted|failed|cancelled, run_id, error?, interrupts?,
-//!   next?, checkpoint_id?}`. When the bounded log no longer holds some of the asked-for
-//!   events, an `event: gap` with `data: {from, to}` (and no id) says which.
+//!   next?, checkpoint_id?}`. On shutdown (SIGTERM or Ctrl-C for `agentgraph serve`) runs in
+//!   flight end `cancelled`. A run the previous server process did not end (killed, crashed,
+//!   or past the shutdown grace) gets `data: {status: "interrupted", run_id, reason}` when the
+//!   server starts again on the same storage (`reason`, and no `interrupts`, tell it apart
+//!   from an interrupt); resume the thread to continue from its last checkpoint. When the
+//!   bounded log no longer holds some of the asked-for events, an `event: gap` with
+//!   `data: {from, to}` (and no id) says which.
 //! - `POST /threads/{id}/resume` `{value?, values_by_id?, graph?, stream_modes?}` → 202 (as
 //!   runs): answers the pending interrupt, or continues a cancelled/crashed thread; 409 while a
 //!   run is active, 400 `NOTHING_TO_RESUME`, 404 `THREAD_NOT_FOUND`.
@@ -227,6 +234,14 @@ impl ServerState {
                 EventStore::memory(limits),
             ),
         };
+        // Runs a previous process left mid-way (killed, crashed) get their end event.
+        for thread in events.close_unfinished_runs()? {
+            tracing::warn!(
+                thread = %thread,
+                "the server stopped during a run on this thread; logged it as interrupted \
+                 (POST /threads/{thread}/resume continues it)"
+            );
+        }
         Ok(ServerState {
             inner: Arc::new(Inner {
                 graphs: GraphCache::new(

@@ -35,6 +35,15 @@ pub fn router(state: ServerState) -> Router {
         .route("/threads/{id}/state", get(thread_state))
         .route("/threads/{id}/history", get(history))
         .fallback(|| async { ApiError::not_found("NOT_FOUND", "no such endpoint") })
+        .method_not_allowed_fallback(
+            |method: axum::http::Method, uri: axum::http::Uri| async move {
+                ApiError::new(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "METHOD_NOT_ALLOWED",
+                    format!("{method} is not allowed on {}", uri.path()),
+                )
+            },
+        )
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
 }
@@ -272,6 +281,9 @@ async fn launch(
         },
     };
     let run_id = uuid::Uuid::new_v4().to_string();
+    // The engine uses the same id: checkpoint metadata `run_id` and `usage.runs` keys match
+    // what the client was given and what the `run` events say.
+    config.run_id = Some(run_id.clone());
     // With a shared lease, a cancel request made on another server fires its token.
     let cancel = lease
         .as_ref()
@@ -344,6 +356,7 @@ async fn drive(
     log(events.append(&thread, |seq| {
         envelope(seq, "run", json!({ "status": "started", "run_id": run_id }))
     }));
+    log(events.set_running(&thread, Some(&run_id)).map(|()| 0));
     let mut stream = graph.stream(input, config);
     while let Some(ev) = stream.next().await {
         let mut v = serde_json::to_value(&ev).unwrap_or(Value::Null);
@@ -380,6 +393,7 @@ async fn drive(
     // client saw the end event never interleaves with it and never gets 409.
     let mut runs = state.runs();
     log(events.append(&thread, |seq| envelope(seq, "run", data)));
+    log(events.set_running(&thread, None).map(|()| 0));
     if runs.get(&thread).is_some_and(|r| r.run_id == run_id) {
         if !resumable {
             state.inner.graphs.unpin(&thread);

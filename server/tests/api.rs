@@ -579,3 +579,136 @@ async fn events_survive_a_restart_and_shutdown_checkpoints_running_runs() {
     );
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_left_mid_way_by_a_killed_server_ends_interrupted_on_restart() {
+    use agentgraph_server::{EventLimits, EventStore};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let config = ServerConfig::new(graphs_dir(), &db);
+    // A run that ended, then one the server was killed during: its log stops after `started`
+    // and an update, with no end event (what a SIGKILL or a crash leaves).
+    {
+        let s = Server::start(config.clone()).await;
+        let (st, _) = s
+            .post(
+                "/threads/k1/runs",
+                json!({"graph": "counter", "input": {"limit": 2}}),
+            )
+            .await;
+        assert_eq!(st, 202);
+        s.run_end("k1", 0).await;
+        s.stop().await;
+    }
+    {
+        let limits = EventLimits {
+            events: 500,
+            bytes: 1 << 20,
+        };
+        let store = EventStore::open(&db.join("server-events"), limits).expect("open");
+        let ev = |seq: u64, mode: &str, data: Value| {
+            json!({"seq": seq, "ns": [], "mode": mode, "node": null, "data": data}).to_string()
+        };
+        store
+            .append("k1", |seq| {
+                ev(
+                    seq,
+                    "run",
+                    json!({"status": "started", "run_id": "r-killed"}),
+                )
+            })
+            .expect("append");
+        store
+            .append("k1", |seq| {
+                ev(seq, "updates", json!({"bump": {"count": 3}}))
+            })
+            .expect("append");
+        // A thread whose last run ended is left alone.
+        store
+            .append("k2", |seq| {
+                ev(seq, "run", json!({"status": "started", "run_id": "r-ok"}))
+            })
+            .expect("append");
+        store
+            .append("k2", |seq| {
+                ev(seq, "run", json!({"status": "done", "run_id": "r-ok"}))
+            })
+            .expect("append");
+        store.flush().expect("flush");
+    }
+
+    let s = Server::start(config.clone()).await;
+    // Replaying from the killed run's start: its end event is there.
+    let evs = s
+        .events_until("k1", Some(0), |d| {
+            d["mode"] == "run" && d["data"]["run_id"] == "r-killed" && is_end(d)
+        })
+        .await;
+    let (end_id, end) = evs.last().expect("end").clone();
+    assert_eq!(end["data"]["status"], "interrupted", "{end}");
+    assert!(end["data"]["reason"]
+        .as_str()
+        .is_some_and(|r| !r.is_empty()));
+    assert!(end["data"].get("interrupts").is_none(), "{end}");
+    // Exactly one, and a client that had seen everything before it gets only it.
+    let after = s.run_end("k1", end_id - 1).await;
+    assert_eq!(after.len(), 1);
+    let evs = s.run_end("k2", 0).await;
+    assert_eq!(evs.last().expect("end").1["data"]["status"], "done");
+    s.stop().await;
+
+    // Not added again on the next start.
+    let s = Server::start(config).await;
+    let (st, _) = s
+        .post(
+            "/threads/k1/runs",
+            json!({"graph": "counter", "input": {"limit": 1}}),
+        )
+        .await;
+    assert_eq!(st, 202);
+    let next = s.run_end("k1", end_id).await;
+    assert_eq!(next[0].0, end_id + 1, "{next:?}");
+    assert_eq!(next[0].1["data"]["status"], "started");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_run_id_given_out_is_the_engines_run_id() {
+    let s = Server::memory().await;
+    let (st, v) = s
+        .post(
+            "/threads/r1/runs",
+            json!({"graph": "counter", "input": {"limit": 3}}),
+        )
+        .await;
+    assert_eq!(st, 202, "{v}");
+    let run_id = v["run_id"].as_str().expect("run id").to_string();
+    let evs = s.run_end("r1", 0).await;
+    assert_eq!(evs.last().expect("end").1["data"]["run_id"], json!(run_id));
+    let (_, state) = s.get("/threads/r1/state").await;
+    assert_eq!(state["metadata"]["run_id"], json!(run_id), "{state}");
+    s.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_method_is_a_json_405() {
+    let s = Server::memory().await;
+    for (method, path) in [
+        (reqwest::Method::GET, "/threads/m1/runs"),
+        (reqwest::Method::DELETE, "/threads/m1/state"),
+        (reqwest::Method::POST, "/graphs"),
+    ] {
+        let r = s
+            .http
+            .request(method.clone(), s.url(path))
+            .send()
+            .await
+            .expect("send");
+        assert_eq!(r.status().as_u16(), 405, "{method} {path}");
+        let v: Value = r.json().await.expect("a JSON body");
+        assert_eq!(error_code(&v), "METHOD_NOT_ALLOWED", "{v}");
+        let msg = v["error"]["message"].as_str().unwrap_or("");
+        assert!(msg.contains(method.as_str()) && msg.contains(path), "{v}");
+    }
+    s.stop().await;
+}

@@ -104,6 +104,10 @@ pub struct RunConfig {
     /// (LangGraph's `configurable`: user id, feature flags, a model override…). Not
     /// checkpointed: a resumed run sees the values of the resuming call.
     pub configurable: Map<String, Value>,
+    /// The run's id: checkpoint metadata `run_id`, the key of this run's usage in
+    /// `usage.runs`, the `run` tracing span. `None` (the default): a new UUID per run. Set
+    /// it to tie the run to an id a caller already gave out (the server's `run_id`).
+    pub run_id: Option<String>,
 }
 
 impl Default for RunConfig {
@@ -119,6 +123,7 @@ impl Default for RunConfig {
             interrupt_after: None,
             cancel: CancellationToken::new(),
             configurable: Map::new(),
+            run_id: None,
         }
     }
 }
@@ -155,6 +160,11 @@ impl RunConfig {
     /// Sets the recursion limit.
     pub fn recursion_limit(mut self, limit: usize) -> Self {
         self.recursion_limit = Some(limit);
+        self
+    }
+    /// Uses this run id instead of a new UUID (see [`RunConfig::run_id`]).
+    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = Some(id.into());
         self
     }
     /// Uses this cancellation token.
@@ -312,7 +322,10 @@ impl CompiledGraph {
             cancel: config.cancel.clone(),
             resume: Arc::new(BTreeMap::new()),
             recursion_limit: config.recursion_limit,
-            run_id: Arc::from(uuid::Uuid::new_v4().to_string().as_str()),
+            run_id: match &config.run_id {
+                Some(id) => Arc::from(id.as_str()),
+                None => Arc::from(uuid::Uuid::new_v4().to_string().as_str()),
+            },
             configurable: Arc::new(config.configurable.clone()),
         })
     }

@@ -2,18 +2,29 @@
 //!
 //! Starts the server in-process on `127.0.0.1:0` (memory storage by default, `--sled` for a
 //! temporary sled folder) over a generated graphs folder holding one deterministic graph
-//! (`load`: a loop of `--steps` `set` steps, no model), then runs `--runs` runs, at most
-//! `--concurrency` at a time and for at most `--seconds`. Each run gets its own thread: the
-//! client opens the thread's SSE stream (`?lastEventId=0`, so no event can be missed even if
-//! the subscription lags the POST), POSTs the run and reads events until the run-end event.
+//! `load`, then runs `--runs` runs, at most `--concurrency` at a time and for at most
+//! `--seconds`. Each run gets its own thread: the client opens the thread's SSE stream
+//! (`?lastEventId=0`, so no event can be missed even if the subscription lags the POST), POSTs
+//! the run and reads events until the run-end event.
+//!
+//! Two graphs (`--model`):
+//! - `scripted` (the default): an agent loop on the scripted model (docs/scripted-model.md).
+//!   An `llm` node answers with `--words` words and a `calculator` call, a `tool_executor`
+//!   runs it, the `llm` node answers again with `--words` words, so each run streams tokens
+//!   (`messages` events, word by word, plus the tool call's deltas), tool progress (`custom`)
+//!   and three `updates`. One generated script serves every thread: the scripted model keeps
+//!   a cursor per thread, so concurrent threads each start at its first response.
+//! - `none`: a loop of `--steps` `set` steps, no model.
 //!
 //! Every run is checked: event ids 1, 2, 3, … with no gap or duplicate, `run started` first,
-//! one `updates` event per step, `run done` last. The envelope carries no timestamp, so the
-//! latencies reported are client-side: POST → first event (`run started`), the gap between
-//! consecutive events of a run, and the run's wall time (POST → run-end event).
+//! the expected `updates` (one per step; three for the agent) and, for the agent,
+//! `2 × --words + 2` `messages` events (one per word, two for the tool call), `run done` last. The envelope carries no timestamp, so
+//! the latencies reported are client-side: POST → first event (`run started`), POST → first
+//! token (`messages` event), the gap between consecutive events of a run (event delivery),
+//! and the run's wall time (POST → run-end event).
 //!
 //! ```text
-//! cargo run --release -p agentgraph-server --bin loadtest -- --runs 500 --concurrency 8
+//! cargo run --release -p agentgraph-server --bin loadtest -- --runs 200 --concurrency 16
 //! ```
 
 use agentgraph_server::{serve_on, ServerConfig, ServerState, Storage};
@@ -26,12 +37,15 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-const USAGE: &str = "usage: loadtest [--runs N] [--concurrency C] [--seconds S] [--steps K] \
-[--sled] [--nodelay] [--json]
+const USAGE: &str = "usage: loadtest [--runs N] [--concurrency C] [--seconds S] \
+[--model scripted|none] [--words W] [--steps K] [--sled] [--nodelay] [--json]
   --runs N         runs to start (default 200)
   --concurrency C  runs in flight at once, one client task each (default 8)
   --seconds S      stop starting runs after S seconds (default 60)
-  --steps K        set steps per run (default 5)
+  --model M        scripted: an llm node on the scripted model with a tool call through a
+                   tool_executor, streaming tokens (default); none: `set` steps only
+  --words W        words per scripted answer, two answers per run (default 12)
+  --steps K        set steps per run with --model none (default 5)
   --sled           store checkpoints and events in a temporary sled folder (default memory)
   --nodelay        serve with TCP_NODELAY on accepted sockets (axum::serve over the router)
                    instead of agentgraph_server::serve_on, to compare
@@ -41,6 +55,8 @@ struct Args {
     runs: usize,
     concurrency: usize,
     seconds: u64,
+    scripted: bool,
+    words: usize,
     steps: usize,
     sled: bool,
     nodelay: bool,
@@ -52,6 +68,8 @@ fn parse_args() -> Result<Args, String> {
         runs: 200,
         concurrency: 8,
         seconds: 60,
+        scripted: true,
+        words: 12,
         steps: 5,
         sled: false,
         nodelay: false,
@@ -69,6 +87,14 @@ fn parse_args() -> Result<Args, String> {
             "--concurrency" => a.concurrency = (num("--concurrency")? as usize).max(1),
             "--seconds" => a.seconds = num("--seconds")?.max(1),
             "--steps" => a.steps = (num("--steps")? as usize).max(1),
+            "--words" => a.words = (num("--words")? as usize).max(1),
+            "--model" => {
+                a.scripted = match it.next().as_deref() {
+                    Some("scripted") => true,
+                    Some("none") => false,
+                    _ => return Err("--model needs `scripted` or `none`".into()),
+                }
+            }
             "--sled" => a.sled = true,
             "--nodelay" => a.nodelay = true,
             "--json" => a.json = true,
@@ -82,7 +108,9 @@ fn parse_args() -> Result<Args, String> {
 /// What one run measured.
 struct RunResult {
     events: usize,
+    messages: usize,
     first_event: Duration,
+    first_token: Option<Duration>,
     wall: Duration,
     gaps: Vec<Duration>,
 }
@@ -91,6 +119,91 @@ struct RunResult {
 struct Collected {
     ok: Vec<RunResult>,
     failures: Vec<String>,
+}
+
+/// What the client expects of each run.
+#[derive(Clone, Copy)]
+struct Expect {
+    /// `updates` events per run.
+    updates: usize,
+    /// `messages` events per run: a word-by-word delta per word of the two answers and two
+    /// per tool call (id and name, then the arguments).
+    messages: usize,
+    /// The body's `stream_modes` (`None`: the server's default, updates + custom + messages).
+    updates_only: bool,
+}
+
+impl Expect {
+    fn of(args: &Args) -> Self {
+        if args.scripted {
+            // agent (answer + tool call), tools, agent (final answer).
+            Expect {
+                updates: 3,
+                messages: 2 * args.words + 2,
+                updates_only: false,
+            }
+        } else {
+            Expect {
+                updates: args.steps,
+                messages: 0,
+                updates_only: true,
+            }
+        }
+    }
+}
+
+/// The agent graph of `--model scripted`: llm ⇄ tool_executor on the scripted model.
+const AGENT_GRAPH: &str = "\
+# Written by the load test: an agent loop on the scripted model (canned answers, no provider).
+graph load {
+  state {
+    messages: messages
+    usage: json = {} reduce usage_sum
+  }
+
+  model scripted_model = scripted { script: \"load.script.json\" }
+  prompt system = \"You are the load test's scripted agent.\"
+  tools toolbox = [calculator]
+
+  node agent: llm {
+    model: scripted_model
+    system: [system]
+    messages: messages
+    tools: toolbox
+    usage: usage
+  }
+  node tools: tool_executor {
+    tools: toolbox
+    messages: messages
+  }
+
+  START -> agent
+  agent -> route {
+    has_tool_calls(last(messages)) => tools
+    else                           => END
+  }
+  tools -> agent
+}
+";
+
+/// The script of `--model scripted`: `words` words and a calculator call, then `words` words.
+fn script(words: usize) -> String {
+    let text = |lead: &str| {
+        let mut t = String::from(lead);
+        for i in 0..words.saturating_sub(1) {
+            t.push_str(&format!(" word{i}"));
+        }
+        t
+    };
+    json!({"responses": [
+        {"node": "agent", "text": text("Computing"),
+         "tool_calls": [{"name": "calculator", "args": {"expression": "17 * 23 + 4"},
+                         "id": "call_1"}],
+         "usage": {"input_tokens": 40, "output_tokens": words}},
+        {"node": "agent", "text": text("Answer"),
+         "usage": {"input_tokens": 60, "output_tokens": words}},
+    ]})
+    .to_string()
 }
 
 fn graph_source(steps: usize) -> String {
@@ -107,7 +220,7 @@ async fn one_run(
     http: &reqwest::Client,
     base: &str,
     thread: &str,
-    steps: usize,
+    expect: Expect,
 ) -> Result<RunResult, String> {
     let limit = Duration::from_secs(60);
     let deadline = tokio::time::Instant::now() + limit;
@@ -127,7 +240,12 @@ async fn one_run(
     let r = tokio::time::timeout_at(
         deadline,
         http.post(format!("{base}/threads/{thread}/runs"))
-            .json(&json!({"graph": "load", "input": {}, "stream_modes": ["updates"]}))
+            .json(&if expect.updates_only {
+                json!({"graph": "load", "input": {}, "stream_modes": ["updates"]})
+            } else {
+                json!({"graph": "load",
+                       "input": {"messages": [{"type": "human", "content": "What is 17 * 23 + 4?"}]}})
+            })
             .send(),
     )
     .await
@@ -140,6 +258,8 @@ async fn one_run(
     }
     let mut times = Vec::new();
     let mut updates = 0usize;
+    let mut messages = 0usize;
+    let mut first_token = None;
     let mut expected_id = 1u64;
     loop {
         let ev = tokio::time::timeout_at(deadline, stream.next())
@@ -175,13 +295,24 @@ async fn one_run(
         if mode == "updates" {
             updates += 1;
         }
+        if mode == "messages" {
+            messages += 1;
+            first_token.get_or_insert(now - t0);
+        }
         if mode == "run" && status != "started" {
             if status != "done" {
                 return Err(format!("{thread}: run ended {status}: {data}"));
             }
-            if updates != steps {
+            if updates != expect.updates {
                 return Err(format!(
-                    "{thread}: {updates} updates events, expected {steps}"
+                    "{thread}: {updates} updates events, expected {}",
+                    expect.updates
+                ));
+            }
+            if messages != expect.messages {
+                return Err(format!(
+                    "{thread}: {messages} messages events, expected {}",
+                    expect.messages
                 ));
             }
             break;
@@ -190,7 +321,9 @@ async fn one_run(
     let wall = times[times.len() - 1] - t0;
     Ok(RunResult {
         events: times.len(),
+        messages,
         first_event: times[0] - t0,
+        first_token,
         wall,
         gaps: times.windows(2).map(|w| w[1] - w[0]).collect(),
     })
@@ -233,9 +366,15 @@ async fn main() -> ExitCode {
     let work: PathBuf =
         std::env::temp_dir().join(format!("agentgraph-loadtest-{}", std::process::id()));
     let graphs = work.join("graphs");
-    if let Err(e) = std::fs::create_dir_all(&graphs)
-        .and_then(|_| std::fs::write(graphs.join("load.ag"), graph_source(args.steps)))
-    {
+    let written = std::fs::create_dir_all(&graphs).and_then(|_| {
+        if args.scripted {
+            std::fs::write(graphs.join("load.script.json"), script(args.words))?;
+            std::fs::write(graphs.join("load.ag"), AGENT_GRAPH)
+        } else {
+            std::fs::write(graphs.join("load.ag"), graph_source(args.steps))
+        }
+    });
+    if let Err(e) = written {
         eprintln!("loadtest: cannot write the graph: {e}");
         return ExitCode::FAILURE;
     }
@@ -300,7 +439,8 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
         .build()
         .expect("an HTTP client");
     // Warm up: compile the graph once so the first measured run does not pay for it.
-    if let Err(e) = one_run(&http, &base, "warmup", args.steps).await {
+    let expect = Expect::of(args);
+    if let Err(e) = one_run(&http, &base, "warmup", expect).await {
         eprintln!("loadtest: warm-up run failed: {e}");
         let _ = stop_tx.send(());
         return ExitCode::FAILURE;
@@ -314,14 +454,14 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
     for _ in 0..args.concurrency {
         let (http, base, next, collected) =
             (http.clone(), base.clone(), next.clone(), collected.clone());
-        let (runs, steps) = (args.runs, args.steps);
+        let runs = args.runs;
         clients.push(tokio::spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= runs || Instant::now() >= deadline {
                     break;
                 }
-                let r = one_run(&http, &base, &format!("lt-{i}"), steps).await;
+                let r = one_run(&http, &base, &format!("lt-{i}"), expect).await;
                 let mut c = collected.lock().unwrap_or_else(|p| p.into_inner());
                 match r {
                     Ok(r) => c.ok.push(r),
@@ -341,6 +481,8 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
     let completed = c.ok.len();
     let events: usize = c.ok.iter().map(|r| r.events).sum();
     let first = stats(c.ok.iter().map(|r| r.first_event).collect());
+    let first_token = stats(c.ok.iter().filter_map(|r| r.first_token).collect());
+    let messages: usize = c.ok.iter().map(|r| r.messages).sum();
     let gaps = stats(c.ok.iter().flat_map(|r| r.gaps.iter().copied()).collect());
     let wall = stats(c.ok.iter().map(|r| r.wall).collect());
     let secs = elapsed.as_secs_f64();
@@ -350,15 +492,19 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
         "runs_failed": c.failures.len(),
         "failures": c.failures.iter().take(10).collect::<Vec<_>>(),
         "concurrency": args.concurrency,
-        "steps": args.steps,
+        "model": if args.scripted { "scripted" } else { "none" },
+        "words": if args.scripted { json!(args.words) } else { Value::Null },
+        "steps": if args.scripted { Value::Null } else { json!(args.steps) },
         "storage": if args.sled { "sled" } else { "memory" },
         "server": if args.nodelay { "axum::serve + TCP_NODELAY" } else { "serve_on" },
         "events": events,
         "events_per_run": events.checked_div(completed).unwrap_or(0),
+        "messages_events_per_run": messages.checked_div(completed).unwrap_or(0),
         "seconds": round3(secs),
         "runs_per_sec": round3(completed as f64 / secs),
         "events_per_sec": round3(events as f64 / secs),
         "post_to_first_event": first,
+        "post_to_first_token": first_token,
         "between_events": gaps,
         "run_wall": wall,
         "latency_note": "client-side: the envelope has no timestamp",
@@ -366,10 +512,14 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
     if args.json {
         println!("{report}");
     } else {
+        let what = if args.scripted {
+            format!("the scripted agent ({} words per answer)", args.words)
+        } else {
+            format!("{} steps", args.steps)
+        };
         println!(
-            "{} runs of {} steps ({} storage, {}), concurrency {}: {}/{} done, {} failed, {:.2} s",
+            "{} runs of {what} ({} storage, {}), concurrency {}: {}/{} done, {} failed, {:.2} s",
             args.runs,
-            args.steps,
             report["storage"].as_str().unwrap_or(""),
             report["server"].as_str().unwrap_or(""),
             args.concurrency,
@@ -388,6 +538,7 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
         println!("|-----------------------|-------:|-------:|-------:|");
         for (name, key) in [
             ("POST → first event", "post_to_first_event"),
+            ("POST → first token", "post_to_first_token"),
             ("between events", "between_events"),
             ("run wall (POST → end)", "run_wall"),
         ] {
