@@ -627,3 +627,31 @@ fn a_badly_typed_input_is_a_usage_error_and_writes_nothing() {
     let state = ag(db.path(), &["state", &g("counter.ag"), "--thread", "bad"]);
     assert_ne!(state.code, 0, "no checkpoint was written: {}", state.stdout);
 }
+
+#[test]
+fn every_shipped_graph_is_formatted() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    let mut dirs = vec![root.join("graphs"), root.join("examples/graphs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "ag") {
+                files.push(path);
+            }
+        }
+    }
+    assert!(files.len() >= 10, "found {files:?}");
+    let db = tempfile::tempdir().unwrap();
+    let unformatted: Vec<String> = files
+        .iter()
+        .filter(|f| ag(db.path(), &["fmt", "--check", f.to_str().unwrap()]).code != 0)
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        unformatted.is_empty(),
+        "run `agentgraph fmt` on: {unformatted:?}"
+    );
+}

@@ -53,7 +53,11 @@ fn ag(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Out {
 }
 
 fn run(dir: &Path, thread: &str, message: &str, env: &[(&str, &str)]) -> Out {
-    let input = json!({ "message": message }).to_string();
+    run_input(dir, thread, &json!({ "message": message }), env)
+}
+
+fn run_input(dir: &Path, thread: &str, input: &Value, env: &[(&str, &str)]) -> Out {
+    let input = input.to_string();
     let g = graph().display().to_string();
     ag(
         dir,
@@ -123,6 +127,90 @@ fn scripted_multi_tool_conversation_offline() {
     let http = tool_message(&s, "http_request");
     assert_eq!(http["status"], "error");
     assert_eq!(http["content"]["error"]["code"], "BLOCKED_ADDRESS");
+}
+
+const DEMO_QUESTION: &str = "What is 17 * 23 + 4, and what is our refund policy?";
+
+/// The demo in a format, offline; returns the final JSON.
+fn scripted_format(dir: &Path, format: &str) -> Value {
+    let out = run_input(
+        dir,
+        format,
+        &json!({"message": DEMO_QUESTION, "format": format}),
+        &[("AGENTGRAPH_PROVIDER", "scripted")],
+    );
+    final_json(&out)
+}
+
+#[test]
+fn every_output_format_works_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    // text: the answer as a string.
+    let v = scripted_format(dir.path(), "text");
+    let text = v["output"].as_str().unwrap_or_else(|| panic!("{v}"));
+    assert!(text.starts_with("(scripted demo answer)"), "{text}");
+    assert!(text.contains("395"), "{text}");
+    assert_eq!(v["usage"]["total"]["calls"], 3);
+
+    // json: the model is told to answer with one JSON object (a templated system part the
+    // demo script matches on), and the answer is parsed.
+    let v = scripted_format(dir.path(), "json");
+    let output = &v["output"];
+    assert!(output.is_object(), "{v}");
+    assert_eq!(output["scripted_demo"], true);
+    assert_eq!(output["result"], 395);
+    assert!(
+        output["refund_policy"]
+            .as_str()
+            .unwrap()
+            .contains("30 days"),
+        "{output}"
+    );
+    let s = state(dir.path(), "json");
+    assert!(
+        s["values"]["answer_format"]
+            .as_str()
+            .unwrap()
+            .starts_with("a single JSON object"),
+        "{s}"
+    );
+
+    // full: the answer with the loop's metadata.
+    let v = scripted_format(dir.path(), "full");
+    assert_eq!(v["output"]["iterations"], 3);
+    assert_eq!(v["output"]["tool_calls"], 3);
+    assert_eq!(
+        v["output"]["tools_used"],
+        json!(["calculator", "knowledge_base_search", "http_request"])
+    );
+    assert!(v["output"]["response"].as_str().unwrap().contains("395"));
+    assert_eq!(v["output"]["usage"]["calls"], 3);
+}
+
+#[test]
+fn an_unknown_format_is_refused_before_the_model_is_called() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_input(
+        dir.path(),
+        "xml",
+        &json!({"message": DEMO_QUESTION, "format": "xml"}),
+        &[("AGENTGRAPH_PROVIDER", "scripted")],
+    );
+    assert_eq!(
+        out.code, 1,
+        "stdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        said.contains("unknown format `xml`: use `text`, `json` or `full`"),
+        "{said}"
+    );
+    // Nothing ran but the refusal: no model call, no output.
+    let s = state(dir.path(), "xml");
+    assert_eq!(s["values"]["messages"], json!([]), "{s}");
+    assert_eq!(s["values"]["output"], Value::Null, "{s}");
+    assert_eq!(s["values"]["usage"], json!({}), "{s}");
 }
 
 #[test]
@@ -233,6 +321,12 @@ async fn openai_compatible_server_from_openai_base_url() {
     let body: Value = serde_json::from_slice(&requests[1].body).unwrap();
     assert_eq!(body["model"], "llama3.1");
     assert_eq!(body["stream"], true);
+    // The format instruction is sent as a system part (`full`, the default: plain text).
+    assert!(
+        body.to_string()
+            .contains("Answer format for this request: plain text."),
+        "{body}"
+    );
     let tools: Vec<&str> = body["tools"]
         .as_array()
         .unwrap()

@@ -623,7 +623,7 @@ impl Checker<'_, '_> {
                     };
                     let help = match k {
                         "llm" | "tool_executor" => format!(
-                            "`{k}` nodes need a model provider, and none is registered in this build (models arrive with issue #4); registered kinds: {}",
+                            "`{k}` is an agent node kind, and this registry has none: register them with `agentgraph_dsl::agents::register` (the `agentgraph` CLI does); registered kinds: {}",
                             self.reg.kinds.keys().cloned().collect::<Vec<_>>().join(", ")
                         ),
                         _ => suggestion("node kinds", k, self.reg.kinds.keys().map(String::as_str).chain(["subgraph"])),

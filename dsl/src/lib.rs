@@ -12,6 +12,7 @@ pub use diagnostic::{Diagnostic, Severity};
 pub use parse::{parse, parse_expr, Parsed};
 pub mod check;
 pub mod eval;
+mod fail;
 pub mod functions;
 pub mod registry;
 pub mod template;

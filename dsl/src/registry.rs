@@ -111,6 +111,16 @@ impl Default for Registry {
             },
         );
         kinds.insert(
+            "fail".to_string(),
+            KindEntry {
+                entries: vec![EntrySpec::required("message"), EntrySpec::value("code")],
+                doc:
+                    "ends the run with an error: `message` (an expression), `code` (default FAILED)"
+                        .into(),
+                factory: Some(Arc::new(crate::fail::FailFactory)),
+            },
+        );
+        kinds.insert(
             "noop".to_string(),
             KindEntry {
                 entries: vec![],
