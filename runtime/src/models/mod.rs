@@ -134,7 +134,17 @@ impl ModelResponse {
         if !self.tool_calls.is_empty() {
             m["tool_calls"] = serde_json::to_value(&self.tool_calls).unwrap_or(Value::Null);
         }
+        // An answer cut by the output limit says so, so readers (and memory) can tell.
+        if self.truncated() {
+            m["stop_reason"] = Value::String(self.stop_reason.clone());
+        }
         m
+    }
+
+    /// Whether the answer was cut by the output limit (`max_tokens` on Anthropic, `length` on
+    /// OpenAI-compatible servers).
+    pub fn truncated(&self) -> bool {
+        matches!(self.stop_reason.as_str(), "max_tokens" | "length")
     }
 }
 

@@ -71,6 +71,9 @@ async fn anthropic_text_cut_by_max_tokens_is_an_answer_with_its_stop_reason() {
         (r.text.as_str(), r.stop_reason.as_str()),
         ("Once upon a", "max_tokens")
     );
+    // The message the llm node writes (and memory keeps) says it was cut.
+    assert!(r.truncated());
+    assert_eq!(r.to_message("m1")["stop_reason"], "max_tokens");
 }
 
 #[test]
