@@ -170,3 +170,154 @@ async fn both_architectures_share_one_state_schema() {
     assert_eq!(state.values["workflow"], before["workflow"]);
     assert_eq!(state.values["messages"], before["messages"]);
 }
+
+#[tokio::test]
+async fn discovery_without_results_is_reminded_then_explained_and_the_log_is_per_turn() {
+    if catalogue().is_none() {
+        eprintln!("skipped: ../shared/data/n8n (the real n8n catalogue) is absent");
+        return;
+    }
+    // The discovery agent answers three times without submitting (once, then after each of
+    // the two reminders): the phase logs an error, the builder is skipped, the responder
+    // explains (its script answer only matches a request holding that log entry).
+    let fixture = root().join("cli/tests/fixtures/discovery-unsubmitted");
+    let g = compile("multi", &fixture);
+    let thread = "discovery-unsubmitted";
+    let out = g
+        .invoke(
+            Input::values(human("Every Monday, summarize my unread Gmail")),
+            RunConfig::thread(thread),
+        )
+        .await
+        .expect("the run ends normally");
+    let state = g.get_state(thread, None).await.unwrap().unwrap();
+    let log = state.values["coordination_log"].clone();
+    let phases: Vec<(&str, &str)> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["phase"].as_str().unwrap_or("?"),
+                e["status"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(phases, [("discovery", "error")], "{log}");
+    assert_eq!(out.values["workflow"]["nodes"], json!([]));
+    let answer = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(answer["content"]
+        .as_str()
+        .unwrap()
+        .contains("Discovery did not finish"));
+    // The next turn starts a fresh coordination log.
+    let out = g
+        .invoke(
+            Input::values(human("What did you do?")),
+            RunConfig::thread(thread),
+        )
+        .await
+        .expect("second turn");
+    let state = g.get_state(thread, None).await.unwrap().unwrap();
+    assert_eq!(state.values["coordination_log"], json!([]));
+    let answer = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(answer["content"], "(test) Second turn.");
+}
+
+#[tokio::test]
+async fn a_builder_that_never_validates_cleanly_ends_in_error() {
+    if catalogue().is_none() {
+        eprintln!("skipped: ../shared/data/n8n (the real n8n catalogue) is absent");
+        return;
+    }
+    // The builder stops without validating (reminded), validates an empty workflow (invalid:
+    // no trigger), then keeps stopping (reminded to fix, up to three reminders in all): the
+    // phase logs an error with the validation result instead of "completed".
+    let fixture = root().join("cli/tests/fixtures/builder-unvalidated");
+    let g = compile("multi", &fixture);
+    let out = g
+        .invoke(
+            Input::values(human("Every Monday, summarize my unread Gmail")),
+            RunConfig::thread("builder-unvalidated"),
+        )
+        .await
+        .expect("the run ends normally");
+    let state = g
+        .get_state("builder-unvalidated", None)
+        .await
+        .unwrap()
+        .unwrap();
+    let log = state.values["coordination_log"].as_array().unwrap().clone();
+    let builder = log
+        .iter()
+        .find(|e| e["phase"] == "builder")
+        .expect("a builder entry");
+    assert_eq!(builder["status"], "error", "{log:?}");
+    let summary = builder["summary"].as_str().unwrap();
+    assert!(summary.contains("status=\"invalid\""), "{summary}");
+    assert!(summary.contains("NO_TRIGGER"), "{summary}");
+    let answer = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(answer["content"]
+        .as_str()
+        .unwrap()
+        .contains("not valid yet"));
+}
+
+#[tokio::test]
+async fn the_workflow_context_reaches_the_model_and_long_parameters_are_trimmed() {
+    if catalogue().is_none() {
+        eprintln!("skipped: ../shared/data/n8n (the real n8n catalogue) is absent");
+        return;
+    }
+    // A workflow with large Code nodes (over the prompt budget) and an execution schema from
+    // the caller: the agent's request holds the schema (its only script answer matches on
+    // it), and the code is replaced by the get_node_parameter placeholder.
+    let fixture = root().join("cli/tests/fixtures/workflow-context");
+    let g = compile("single", &fixture);
+    // Three Code nodes of 28 000 characters: each readable (the cap is 30 000), together over
+    // the 30 000-token budget of the prompt, so they are trimmed there.
+    let code = format!("const a = 1;\n{}", "// padding\n".repeat(2_330));
+    let nodes: Vec<Value> = (1..=3)
+        .map(|i| {
+            json!({"id": i.to_string(), "name": format!("Code{i}"), "type": "n8n-nodes-base.code",
+                   "typeVersion": 2, "position": [i * 220, 0], "parameters": {"jsCode": code}})
+        })
+        .collect();
+    let workflow = json!({"name": "Big", "connections": {}, "nodes": nodes});
+    let mut input = human("What fields does the trigger give me?");
+    input["workflow"] = workflow;
+    input["workflow_context"] = json!({"execution_schema": [{"nodeName": "Trigger", "schema": {"customer_email_field": "string"}}]});
+    let out = g
+        .invoke(Input::values(input), RunConfig::thread("workflow-context"))
+        .await
+        .expect("both script answers matched: the schema and the placeholder were in the prompt");
+    let messages = out.values["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap()["content"],
+        "(test) I can see the execution schema and read the code."
+    );
+    // The tool still reads the full value.
+    let read = messages
+        .iter()
+        .find(|m| m["type"] == "tool")
+        .expect("the get_node_parameter result");
+    assert!(
+        read["content"].to_string().contains("const a = 1;"),
+        "{read}"
+    );
+}

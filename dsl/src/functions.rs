@@ -56,6 +56,9 @@ fn t_sum(a: &[Ty]) -> Ty {
 fn t_message(_: &[Ty]) -> Ty {
     Ty::Message
 }
+fn t_first(a: &[Ty]) -> Ty {
+    a.first().cloned().unwrap_or(Ty::Any)
+}
 
 /// Every built-in function.
 pub const FUNCTIONS: &[FunctionSpec] = &[
@@ -192,6 +195,20 @@ pub const FUNCTIONS: &[FunctionSpec] = &[
         returns: t_any,
         doc: "the first argument that is not null",
     },
+    FunctionSpec {
+        name: "last_tool_result",
+        min: 2,
+        max: 2,
+        returns: t_any,
+        doc: "the content of the newest result of a tool in a message list, or null",
+    },
+    FunctionSpec {
+        name: "overwrite",
+        min: 1,
+        max: 1,
+        returns: t_first,
+        doc: "written to a channel, replaces its value instead of going through its reducer (`log: overwrite([])` empties an append list)",
+    },
 ];
 
 /// A function by name.
@@ -300,6 +317,22 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
                 _ => return Err(bad(name, args)),
             })
         }
+        "last_tool_result" => {
+            let tool = args[1].as_str().ok_or_else(|| bad(name, args))?;
+            match a0 {
+                Value::Array(ms) => ms
+                    .iter()
+                    .rev()
+                    .find(|m| {
+                        m.get("type").and_then(Value::as_str) == Some("tool")
+                            && m.get("name").and_then(Value::as_str) == Some(tool)
+                    })
+                    .and_then(|m| m.get("content").cloned())
+                    .unwrap_or(Value::Null),
+                Value::Null => Value::Null,
+                _ => return Err(bad(name, args)),
+            }
+        }
         "env" => {
             let key = a0.as_str().ok_or_else(|| bad(name, args))?;
             match std::env::var(key) {
@@ -353,6 +386,7 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             .find(|v| !v.is_null())
             .cloned()
             .unwrap_or(Value::Null),
+        "overwrite" => agentgraph_runtime::reducer::overwrite(a0.clone()),
         "file" => {
             return Err(EvalError(
                 "file() is resolved when the graph is loaded".into(),
