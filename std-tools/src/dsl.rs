@@ -41,20 +41,28 @@ pub fn all_tools(catalogue: Arc<Catalogue>) -> ToolMap {
 }
 
 /// Registers the agent kinds with every std-tools tool, the `operations` reducer and the
-/// `apply_operations` kind (`node apply: apply_operations { workflow: w, operations: ops }`,
-/// both entries optional).
+/// `apply_operations` kind (`node apply: apply_operations { workflow: w, operations: ops,
+/// messages: m }`, every entry optional; `messages` names the channel where a batch that could
+/// not be applied, or was applied with notes, is reported to the agent — none by default).
 pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
-    agentgraph_dsl::agents::register(reg, all_tools(catalogue));
+    agentgraph_dsl::agents::register(reg, all_tools(catalogue.clone()));
     operations::register(&mut reg.reducers);
     reg.register_kind(
         "apply_operations",
-        vec![EntrySpec::value("workflow"), EntrySpec::value("operations")],
-        "applies the queued workflow operations in order, atomically, and clears the queue",
-        Arc::new(ApplyOperationsFactory),
+        vec![
+            EntrySpec::value("workflow"),
+            EntrySpec::value("operations"),
+            EntrySpec::value("messages"),
+        ],
+        "applies the queued workflow operations in order, atomically, and clears the queue; \
+         failures and notes go to the `messages` channel, if given",
+        Arc::new(ApplyOperationsFactory { catalogue }),
     );
 }
 
-struct ApplyOperationsFactory;
+struct ApplyOperationsFactory {
+    catalogue: Arc<Catalogue>,
+}
 
 fn channel_entry(b: &NodeBuild<'_>, key: &str) -> Option<String> {
     b.node.body.iter().find_map(|e| match e {
@@ -69,10 +77,14 @@ fn channel_entry(b: &NodeBuild<'_>, key: &str) -> Option<String> {
 
 impl NodeFactory for ApplyOperationsFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
-        let node = ApplyOperationsNode::with_channels(
+        let mut node = ApplyOperationsNode::with_channels(
             channel_entry(b, "workflow").unwrap_or_else(|| "workflow".into()),
             channel_entry(b, "operations").unwrap_or_else(|| "operations".into()),
-        );
+        )
+        .with_catalogue(self.catalogue.clone());
+        if let Some(messages) = channel_entry(b, "messages") {
+            node = node.with_messages(messages);
+        }
         Ok(Arc::new(node))
     }
 }

@@ -610,3 +610,149 @@ fn real_catalogue_requests_stay_within_the_cap() {
     );
     assert!(count > 500);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Connection-shaping parameters (WOULD_BREAK_CONNECTIONS)
+// ---------------------------------------------------------------------------------------------
+
+fn agent_state() -> StateView {
+    StateView::from_object(json!({
+        "workflow": {
+            "name": "Agents",
+            "nodes": [
+                {"id": "agent-1", "name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent",
+                 "typeVersion": 2.2, "position": [0, 0],
+                 "parameters": {"hasOutputParser": true, "promptType": "define", "text": "hi"}},
+                {"id": "parser-1", "name": "Parser",
+                 "type": "@n8n/n8n-nodes-langchain.outputParserStructured",
+                 "typeVersion": 1.3, "position": [0, 200], "parameters": {}},
+                {"id": "store-1", "name": "Knowledge",
+                 "type": "@n8n/n8n-nodes-langchain.vectorStoreInMemory",
+                 "typeVersion": 1.3, "position": [200, 200],
+                 "parameters": {"mode": "retrieve-as-tool", "toolName": "kb",
+                                "toolDescription": "docs", "memoryKey": "k"}}
+            ],
+            "connections": {
+                "Parser": {"ai_outputParser": [[{"node": "Agent", "type": "ai_outputParser", "index": 0}]]},
+                "Knowledge": {"ai_tool": [[{"node": "Agent", "type": "ai_tool", "index": 0}]]}
+            }
+        }
+    }))
+}
+
+#[tokio::test]
+async fn dropped_connection_parameters_are_kept() {
+    // The model leaves hasOutputParser out: it is kept, and the message says why.
+    let ctx = ctx_with(
+        Some(scripted(vec![respond(
+            json!({"promptType": "define", "text": "Summarise the input"}),
+        )])),
+        agent_state(),
+    );
+    let out = ok(call(
+        json!({"nodeId": "agent-1", "changes": ["Set the prompt to Summarise the input"]}),
+        &ctx,
+    )
+    .await);
+    let t = text(&out);
+    assert!(!t.contains("removed hasOutputParser"), "{t}");
+    assert!(t.contains("Kept hasOutputParser as before"), "{t}");
+    assert!(
+        t.contains("\"Parser\" → \"Agent\" (ai_outputParser)"),
+        "{t}"
+    );
+    let op = update_op(&out, "operations");
+    assert_eq!(op["updates"]["parameters"]["hasOutputParser"], true);
+    assert_eq!(op["updates"]["parameters"]["text"], "Summarise the input");
+
+    // A vector store used as a tool: the model drops `mode`.
+    let ctx = ctx_with(
+        Some(scripted(vec![respond(
+            json!({"toolName": "kb", "toolDescription": "Company handbook", "memoryKey": "k"}),
+        )])),
+        agent_state(),
+    );
+    let out = ok(call(
+        json!({"nodeId": "store-1", "changes": ["Describe the tool as the company handbook"]}),
+        &ctx,
+    )
+    .await);
+    let op = update_op(&out, "operations");
+    assert_eq!(
+        op["updates"]["parameters"]["mode"],
+        "retrieve-as-tool",
+        "{}",
+        text(&out)
+    );
+    assert!(text(&out).contains("Kept mode as before"), "{}", text(&out));
+}
+
+#[tokio::test]
+async fn requested_change_that_breaks_connections_is_refused() {
+    let ctx = ctx_with(
+        Some(scripted(vec![respond(
+            json!({"hasOutputParser": false, "promptType": "define", "text": "hi"}),
+        )])),
+        agent_state(),
+    );
+    let e = err(call(
+        json!({"nodeId": "agent-1", "changes": ["Remove the output parser"]}),
+        &ctx,
+    )
+    .await);
+    assert_eq!(e.code, "WOULD_BREAK_CONNECTIONS", "{e}");
+    assert!(
+        e.message
+            .contains("\"Parser\" → \"Agent\" (ai_outputParser)"),
+        "{e}"
+    );
+    assert!(e.message.contains("remove_connection"), "{e}");
+    // Unconnected nodes change freely.
+    let ctx = ctx_with(
+        Some(scripted(vec![respond(
+            json!({"mode": "insert", "memoryKey": "k"}),
+        )])),
+        StateView::from_object(json!({"workflow": {
+            "name": "x",
+            "nodes": [{"id": "s", "name": "Store",
+                       "type": "@n8n/n8n-nodes-langchain.vectorStoreInMemory",
+                       "typeVersion": 1.3, "position": [0, 0],
+                       "parameters": {"mode": "retrieve-as-tool"}}],
+            "connections": {}
+        }})),
+    );
+    let out = ok(call(
+        json!({"nodeId": "s", "changes": ["Set mode to insert"]}),
+        &ctx,
+    )
+    .await);
+    assert_eq!(
+        update_op(&out, "operations")["updates"]["parameters"]["mode"],
+        "insert"
+    );
+}
+
+#[tokio::test]
+async fn from_ai_is_allowed_in_langchain_tool_nodes() {
+    let ctx = ctx_with(
+        Some(scripted(vec![respond(
+            json!({"url": "={{ $fromAI('url') }}", "toolDescription": "Fetch a page"}),
+        )])),
+        StateView::from_object(json!({"workflow": {
+            "name": "x",
+            "nodes": [{"id": "t", "name": "Fetch Page",
+                       "type": "@n8n/n8n-nodes-langchain.toolHttpRequest",
+                       "typeVersion": 1.1, "position": [0, 0], "parameters": {}}],
+            "connections": {}
+        }})),
+    );
+    let out = ok(call(
+        json!({"nodeId": "t", "changes": ["Let the agent pick the URL"]}),
+        &ctx,
+    )
+    .await);
+    assert_eq!(
+        update_op(&out, "operations")["updates"]["parameters"]["url"],
+        "={{ $fromAI('url') }}"
+    );
+}

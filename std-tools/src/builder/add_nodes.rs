@@ -7,7 +7,7 @@
 //! resolved inputs and outputs.
 
 use super::positions::{position_for, Placement};
-use super::search_nodes::kinds_json;
+use super::search_nodes::{ports_json, with_known_labels};
 use super::state::{
     codes, current_workflow, did_you_mean, is_sub_node, output_with_operations, req_str,
 };
@@ -133,6 +133,7 @@ impl Tool for AddNodes {
             }
             None => Default::default(),
         };
+        let ports = with_known_labels(node_type, ports);
         let out_kinds = ports.output_kinds();
         let placement = if desc.is_trigger() {
             Placement::Trigger
@@ -170,8 +171,8 @@ impl Tool for AddNodes {
         }
         message.push_str(&format!(
             "\nInputs: {}\nOutputs: {}",
-            kinds_json(&ports.input_kinds()),
-            kinds_json(&out_kinds)
+            ports_json(&ports.inputs),
+            ports_json(&ports.outputs)
         ));
         if is_sub_node(&ports) {
             message.push_str(

@@ -11,6 +11,7 @@
 //! type: use it; several: `AMBIGUOUS_CONNECTION_TYPE`; none: `INCOMPATIBLE_CONNECTION`. An
 //! `ai_*` connection needs a sub-node at one end, and the sub-node is always the source.
 
+use super::search_nodes::with_known_labels;
 use super::state::{
     codes, current_workflow, find_node, is_sub_node, node_ports, opt_index, output_with_operations,
     req_str,
@@ -127,8 +128,8 @@ impl ConnectNodes {
                 ),
             ));
         }
-        let mut sp = node_ports(&self.catalogue, src)?;
-        let mut tp = node_ports(&self.catalogue, tgt)?;
+        let mut sp = with_known_labels(&src.node_type, node_ports(&self.catalogue, src)?);
+        let mut tp = with_known_labels(&tgt.node_type, node_ports(&self.catalogue, tgt)?);
         let (kind, swap) = infer(src, tgt, &sp, &tp, requested)?;
         if swap {
             std::mem::swap(&mut src, &mut tgt);
@@ -152,10 +153,11 @@ impl ConnectNodes {
                 codes::INVALID_OUTPUT_INDEX,
                 format!(
                     "sourceOutputIndex {out_idx} is out of range: \"{}\" has {n_out} {kind} \
-                     output(s){}; use an index from 0 to {}",
+                     output(s){}; use an index from 0 to {}{}",
                     src.name,
                     port_labels(&sp, &kind, false),
-                    n_out.saturating_sub(1)
+                    n_out.saturating_sub(1),
+                    output_index_hint(src)
                 ),
             ));
         }
@@ -165,12 +167,12 @@ impl ConnectNodes {
                 codes::INVALID_INPUT_INDEX,
                 format!(
                     "targetInputIndex {in_idx} is out of range: \"{}\" has {} {kind} input(s){}; \
-                     use an index from 0 to {} (a Merge node gets more inputs from its \
-                     numberInputs parameter)",
+                     use an index from 0 to {}{}",
                     tgt.name,
                     in_ports.len(),
                     port_labels(&tp, &kind, true),
-                    in_ports.len().saturating_sub(1)
+                    in_ports.len().saturating_sub(1),
+                    input_index_hint(tgt)
                 ),
             ));
         };
@@ -204,8 +206,9 @@ impl ConnectNodes {
                     codes::INPUT_FULL,
                     format!(
                         "the {kind} input {in_idx} of \"{}\" accepts at most {max} connection(s) \
-                         and already has one from {}; remove that connection first \
-                         (remove_connection) or connect elsewhere",
+                         and already has one from {}; remove the existing connection first \
+                         (remove_connection where available, otherwise remove_node on the node \
+                         it comes from) or connect elsewhere",
                         tgt.name,
                         incoming
                             .iter()
@@ -224,6 +227,29 @@ impl ConnectNodes {
             target_input_index: in_idx,
             swapped: swap,
         })
+    }
+}
+
+/// A node-type-specific hint for an output index beyond the node's outputs.
+fn output_index_hint(node: &WorkflowNode) -> &'static str {
+    match crate::catalogue::short_name(&node.node_type) {
+        "switch" => {
+            " (a Switch node has one output per routing rule: set its `rules` (one entry in \
+             rules.values per output) or `mode: \"expression\"` with `numberOutputs` — in \
+             add_nodes connectionParameters, or with update_node_parameters — then connect)"
+        }
+        _ => "",
+    }
+}
+
+/// A node-type-specific hint for an input index beyond the node's inputs.
+fn input_index_hint(node: &WorkflowNode) -> &'static str {
+    match crate::catalogue::short_name(&node.node_type) {
+        "merge" => {
+            " (a Merge node gets more inputs from its `numberInputs` parameter: set it in \
+             add_nodes connectionParameters or with update_node_parameters, then connect)"
+        }
+        _ => "",
     }
 }
 

@@ -102,11 +102,12 @@ impl GetNodeDetails {
             .ports(&desc.name, Some(version), &Value::Object(Map::new()))
         {
             Some(Ok(p)) => {
+                let p = super::search_nodes::with_known_labels(&desc.name, p);
                 for port in &p.inputs {
-                    let _ = writeln!(out, "    <input>{}</input>", port.kind);
+                    let _ = writeln!(out, "    <input>{}</input>", port_text(port));
                 }
                 for port in &p.outputs {
-                    let _ = writeln!(out, "    <output>{}</output>", port.kind);
+                    let _ = writeln!(out, "    <output>{}</output>", port_text(port));
                 }
             }
             Some(Err(e)) => {
@@ -126,6 +127,14 @@ impl GetNodeDetails {
         }
         out.push_str("  </connections>\n");
         out
+    }
+}
+
+/// `main`, or `main "true"` when the port has a label.
+fn port_text(port: &crate::catalogue::Port) -> String {
+    match port.display_name.as_deref().map(str::trim) {
+        Some(label) if !label.is_empty() => format!("{} \"{label}\"", port.kind),
+        _ => port.kind.clone(),
     }
 }
 

@@ -2,6 +2,10 @@
 //! at `[240, 300]`; triggers at the left of the flow (stacked below earlier triggers); main nodes
 //! to the right of the rightmost main node; sub-nodes below their likely parent (the most recent
 //! main node that accepts what they output), side by side. A taken slot moves on to the next one.
+//!
+//! The `addNodes` operation applies the same rule ([`position_for_node`]) when it adds a node
+//! whose position is already taken: the parallel `add_nodes` calls of one step all place their
+//! node in the workflow as it was before the step.
 
 use super::state::is_sub_node;
 use crate::catalogue::{Catalogue, Ports};
@@ -38,6 +42,11 @@ impl Placed<'_> {
     fn is_sub(&self) -> bool {
         self.ports.as_ref().is_some_and(is_sub_node)
     }
+}
+
+/// Whether a node of `wf` already sits at `[x, y]` (within one unit).
+pub fn is_taken(wf: &Workflow, [x, y]: [f64; 2]) -> bool {
+    taken(wf, x, y)
 }
 
 fn taken(wf: &Workflow, x: f64, y: f64) -> bool {
@@ -140,6 +149,40 @@ pub fn position_for(catalogue: &Catalogue, wf: &Workflow, placement: Placement<'
         }
         x += step_x;
         y += step_y;
+    }
+    [x, y]
+}
+
+/// The position for `node` (not yet in `wf`), its [`Placement`] taken from the catalogue as
+/// `add_nodes` does: a trigger, a sub-node (outputs without `main`, after its
+/// `parameters`) or a main node (also for a type the catalogue does not know).
+pub fn position_for_node(catalogue: &Catalogue, wf: &Workflow, node: &WorkflowNode) -> [f64; 2] {
+    let desc = catalogue.get(&node.node_type, Some(node.version()));
+    if desc.is_some_and(|d| d.is_trigger()) {
+        return position_for(catalogue, wf, Placement::Trigger);
+    }
+    let params = Value::Object(node.parameters.clone());
+    let ports = catalogue
+        .ports(&node.node_type, Some(node.version()), &params)
+        .and_then(Result::ok);
+    match ports {
+        Some(ports) if is_sub_node(&ports) => {
+            let kinds = ports.output_kinds();
+            position_for(catalogue, wf, Placement::SubNode(&kinds))
+        }
+        _ => position_for(catalogue, wf, Placement::Main),
+    }
+}
+
+/// The first free slot from `start` going right by [`HORIZONTAL_SPACING`]: where a node lands
+/// whose position is taken when its type cannot be looked up.
+pub fn next_free_to_the_right(wf: &Workflow, start: [f64; 2]) -> [f64; 2] {
+    let [mut x, y] = start;
+    for _ in 0..1000 {
+        if !taken(wf, x, y) {
+            break;
+        }
+        x += HORIZONTAL_SPACING;
     }
     [x, y]
 }

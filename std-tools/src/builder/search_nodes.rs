@@ -16,7 +16,7 @@
 //! ```
 
 use super::state::{codes, req_str};
-use crate::catalogue::{Catalogue, SearchHit};
+use crate::catalogue::{Catalogue, Port, Ports, SearchHit};
 use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -90,7 +90,7 @@ impl SearchNodes {
                 } else {
                     format!("Found {} nodes matching \"{query}\":", hits.len())
                 };
-                Ok(self.render(head, &hits))
+                Ok(self.render(head, &hits, None))
             }
             "subNodeSearch" => {
                 let kind = req_str(q, "connectionType").map_err(|_| {
@@ -114,7 +114,7 @@ impl SearchNodes {
                         hits.len()
                     )
                 };
-                Ok(self.render(head, &hits))
+                Ok(self.render(head, &hits, Some(kind)))
             }
             other => Err(ToolError::new(
                 codes::INVALID_INPUT,
@@ -123,27 +123,44 @@ impl SearchNodes {
         }
     }
 
-    fn render(&self, head: String, hits: &[SearchHit]) -> String {
+    /// Renders the hits; for a sub-node search (`kind`), a node that outputs `kind` only for
+    /// some parameter value is shown with the ports for that value and the
+    /// `<connection_parameters>` to give add_nodes.
+    fn render(&self, head: String, hits: &[SearchHit], kind: Option<&str>) -> String {
         let mut out = head;
         for h in hits {
+            let params =
+                kind.and_then(|k| self.catalogue.parameters_providing_output(&h.node_type, k));
             let (inputs, outputs) = match self.catalogue.ports(
                 &h.node_type,
                 Some(h.version),
-                &Value::Object(Default::default()),
+                &Value::Object(params.clone().unwrap_or_default()),
             ) {
-                Some(Ok(p)) => (kinds_json(&p.input_kinds()), kinds_json(&p.output_kinds())),
+                Some(Ok(p)) => {
+                    let p = with_known_labels(&h.node_type, p);
+                    (ports_json(&p.inputs), ports_json(&p.outputs))
+                }
                 _ => ("[]".to_string(), "[]".to_string()),
             };
             let _ = write!(
                 out,
                 "\n<node>\n  <node_name>{}</node_name>\n  <node_display_name>{}</node_display_name>\n  \
                  <node_version>{}</node_version>\n  <node_description>{}</node_description>\n  \
-                 <node_inputs>{inputs}</node_inputs>\n  <node_outputs>{outputs}</node_outputs>\n</node>",
+                 <node_inputs>{inputs}</node_inputs>\n  <node_outputs>{outputs}</node_outputs>",
                 h.node_type,
                 h.display_name,
                 format_version(h.version),
                 h.description.trim()
             );
+            if let (Some(p), Some(k)) = (&params, kind) {
+                let _ = write!(
+                    out,
+                    "\n  <connection_parameters>{}</connection_parameters>\n  <note>Outputs {k} \
+                     only with these parameters: give them as add_nodes connectionParameters.</note>",
+                    Value::Object(p.clone())
+                );
+            }
+            out.push_str("\n</node>");
         }
         out
     }
@@ -152,6 +169,43 @@ impl SearchNodes {
 /// `4.2` → `4.2`, `2.0` → `2`.
 pub fn format_version(v: f64) -> String {
     json!(v).to_string().trim_end_matches(".0").to_string()
+}
+
+/// `ports` with the labels n8n shows but the catalogue does not carry: an IF node's outputs
+/// `true` and `false`.
+pub fn with_known_labels(node_type: &str, mut ports: Ports) -> Ports {
+    if crate::catalogue::short_name(node_type) == "if" && ports.outputs.len() == 2 {
+        for (p, label) in ports.outputs.iter_mut().zip(["true", "false"]) {
+            if p.display_name.is_none() {
+                p.display_name = Some(label.to_string());
+            }
+        }
+    }
+    ports
+}
+
+/// A JSON list with one entry per port, in order: the kind alone when it occurs once on
+/// that side (`["main", "ai_tool"]`), else numbered among the ports of that kind with its
+/// label when the catalogue gives one (`["main[0] (true)", "main[1] (false)"]` for an IF).
+pub fn ports_json(ports: &[Port]) -> String {
+    let entries: Vec<String> = ports
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let same = ports.iter().filter(|q| q.kind == p.kind).count();
+            if same < 2 {
+                return p.kind.clone();
+            }
+            let n = ports[..i].iter().filter(|q| q.kind == p.kind).count();
+            match p.display_name.as_deref().map(str::trim) {
+                Some(label) if !label.is_empty() && label != n.to_string() => {
+                    format!("{}[{n}] ({label})", p.kind)
+                }
+                _ => format!("{}[{n}]", p.kind),
+            }
+        })
+        .collect();
+    serde_json::to_string(&entries).unwrap_or_else(|_| "[]".into())
 }
 
 /// A JSON list of kinds: `["main","ai_tool"]`.

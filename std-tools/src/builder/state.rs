@@ -59,6 +59,8 @@ pub mod codes {
     pub const PARAMETER_NOT_FOUND: &str = "PARAMETER_NOT_FOUND";
     /// The parameter value is longer than the cap.
     pub const PARAMETER_TOO_LARGE: &str = "PARAMETER_TOO_LARGE";
+    /// New parameters would remove ports of a node that have connections.
+    pub const WOULD_BREAK_CONNECTIONS: &str = "WOULD_BREAK_CONNECTIONS";
 }
 
 fn setting<'a>(ctx: &'a ToolContext, key: &str, default: &'a str) -> &'a str {

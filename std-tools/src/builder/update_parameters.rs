@@ -42,11 +42,16 @@
 //! Errors (codes): `NO_CHANGES` (empty change list), `INVALID_INPUT` (no `nodeId`),
 //! `INVALID_WORKFLOW` (the workflow channel does not hold a workflow), `NODE_NOT_FOUND`,
 //! `NODE_TYPE_NOT_FOUND`, `NO_MODEL`, `PARAMETER_UPDATE_FAILED` (model error, or no valid
-//! answer after the repair), `FROMAI_NOT_ALLOWED`.
+//! answer after the repair), `FROMAI_NOT_ALLOWED`, `WOULD_BREAK_CONNECTIONS` (the new
+//! parameters remove a connected port and the requested changes asked for that; see
+//! [`connections`]: a connection-shaping key the changes did not mention keeps its old value
+//! instead, and the message says so).
 
+pub mod connections;
 pub mod expressions;
 pub mod prompts;
 
+pub use connections::{preserve_connections, Preserved};
 pub use expressions::{
     allows_from_ai, changed_keys, find_from_ai, fix_expression_prefixes, ChangedKeys,
 };
@@ -229,7 +234,8 @@ impl Tool for UpdateNodeParameters {
          node's id and a list of precise changes (\"Set the URL to https://…\", \"Set method \
          to POST\", \"Add header Content-Type with value application/json\"). The node's \
          complete new parameters are generated from its type's property definitions; \
-         unchanged parameters are kept. Use $fromAI only in tool nodes (types ending in Tool)."
+         unchanged parameters are kept. Use $fromAI only in tool nodes (types ending in Tool \
+         and the LangChain tool nodes such as toolWorkflow, toolCode, toolHttpRequest)."
     }
 
     fn input_schema(&self) -> Value {
@@ -356,8 +362,9 @@ impl Tool for UpdateNodeParameters {
                 "FROMAI_NOT_ALLOWED",
                 format!(
                     "node \"{}\" ({}) is not a tool node, so it cannot use $fromAI (used in: {}). \
-                     $fromAI only works in tool nodes (types ending in `Tool`) connected to an \
-                     AI agent. Reference input data instead (e.g. `={{{{ $json.field }}}}`), or \
+                     $fromAI only works in nodes used as AI tools (types ending in `Tool`, and \
+                     the LangChain tool nodes such as toolWorkflow, toolCode, toolHttpRequest) \
+                     connected to an AI agent. Reference input data instead (e.g. `={{{{ $json.field }}}}`), or \
                      use the tool variant of the node.",
                     node.name,
                     node.node_type,
@@ -371,6 +378,9 @@ impl Tool for UpdateNodeParameters {
                 "parameters must be an object",
             ));
         };
+        let preserved =
+            preserve_connections(&self.catalogue, desc, &workflow, node, new_params, &changes)?;
+        let new_params = preserved.parameters;
         let diff = changed_keys(&node.parameters, &new_params);
         let unknown: Vec<&str> = new_params
             .keys()
@@ -389,6 +399,30 @@ impl Tool for UpdateNodeParameters {
             message.push_str(&format!(
                 "\nExpression prefixes fixed: {}",
                 fixed.join(", ")
+            ));
+        }
+        if !preserved.restored.is_empty() {
+            message.push_str(&format!(
+                "\nKept {} as before: the new parameters left {} out or changed {} without \
+                 being asked, which would have removed the port(s) used by {}. To change {}, \
+                 remove those connections first.",
+                preserved.restored.join(", "),
+                if preserved.restored.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                },
+                if preserved.restored.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                },
+                preserved.kept_connections.join(", "),
+                if preserved.restored.len() == 1 {
+                    "it"
+                } else {
+                    "them"
+                },
             ));
         }
         if !unknown.is_empty() {

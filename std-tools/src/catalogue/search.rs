@@ -205,11 +205,105 @@ impl SearchIndex {
                     0
                 };
                 if s > 0 && !q.is_empty() {
-                    s += Self::name_score(e, &q);
+                    // With a query, only nodes matching it: the connection type alone
+                    // would list every tool for any query.
+                    let n = Self::name_score(e, &q);
+                    s = if n == 0 { 0 } else { s + n };
                 }
                 (s > 0).then_some((s, i))
             })
             .collect();
         self.finish(scored, limit)
+    }
+}
+
+impl Catalogue {
+    /// Whether nodes of this type run as AI tools and may therefore use `$fromAI` in their
+    /// parameters: the `…Tool` variants (`n8n-nodes-base.gmailTool`, `…langchain.mcpClientTool`)
+    /// and the LangChain `tool…` nodes (`@n8n/n8n-nodes-langchain.toolWorkflow`, `toolCode`,
+    /// `toolHttpRequest`, …). Shared by the builder (`update_node_parameters`) and the
+    /// validator so that both agree.
+    pub fn is_tool_type(node_type: &str) -> bool {
+        let short = super::short_name(node_type);
+        short.ends_with("Tool")
+            || (node_type.starts_with(super::LANGCHAIN_PACKAGE)
+                && short.starts_with("tool")
+                && short.len() > "tool".len())
+    }
+
+    /// Parameters that make a node of this type output `kind` when its default parameters do
+    /// not: one top-level `options` or `boolean` property named in the outputs expression, set
+    /// to the first value whose resolved outputs include `kind` (a vector store's
+    /// `{"mode": "retrieve-as-tool"}` for `ai_tool`). `None` when the outputs are static, the
+    /// defaults already give `kind`, or no single parameter value does.
+    pub fn parameters_providing_output(
+        &self,
+        node_type: &str,
+        kind: &str,
+    ) -> Option<serde_json::Map<String, Value>> {
+        let desc = self.get(node_type, None)?;
+        let PortsSpec::Expression(expr) = &desc.outputs else {
+            return None;
+        };
+        let version = self
+            .default_version(node_type)
+            .filter(|v| desc.version.contains(*v))
+            .unwrap_or_else(|| desc.version.max());
+        let gives = |params: &serde_json::Map<String, Value>| {
+            resolve_ports(desc, &Value::Object(params.clone()), version)
+                .is_ok_and(|p| p.has_output(kind))
+        };
+        if gives(&serde_json::Map::new()) {
+            return None;
+        }
+        for prop in &desc.properties {
+            if !expr.contains(prop.name.as_str()) {
+                continue;
+            }
+            let values: Vec<Value> = match prop.kind.as_str() {
+                "boolean" => vec![Value::Bool(true), Value::Bool(false)],
+                "options" => prop
+                    .options
+                    .iter()
+                    .flatten()
+                    .filter_map(|o| o.get("value").cloned())
+                    .collect(),
+                _ => continue,
+            };
+            for v in values {
+                let mut params = serde_json::Map::new();
+                params.insert(prop.name.clone(), v);
+                if gives(&params) {
+                    return Some(params);
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tool_type_tests {
+    use super::Catalogue;
+
+    #[test]
+    fn tool_types() {
+        for t in [
+            "n8n-nodes-base.gmailTool",
+            "@n8n/n8n-nodes-langchain.toolWorkflow",
+            "@n8n/n8n-nodes-langchain.toolCode",
+            "@n8n/n8n-nodes-langchain.toolHttpRequest",
+            "@n8n/n8n-nodes-langchain.mcpClientTool",
+        ] {
+            assert!(Catalogue::is_tool_type(t), "{t}");
+        }
+        for t in [
+            "n8n-nodes-base.gmail",
+            "n8n-nodes-base.toolSomething",
+            "@n8n/n8n-nodes-langchain.agent",
+            "@n8n/n8n-nodes-langchain.tool",
+        ] {
+            assert!(!Catalogue::is_tool_type(t), "{t}");
+        }
     }
 }

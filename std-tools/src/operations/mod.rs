@@ -6,9 +6,18 @@
 //! a write containing a `clear` operation resets it to that write, anything else is appended);
 //! after a tool batch the [`ApplyOperationsNode`] applies the queue to the `workflow` channel with
 //! [`apply_operations`] — atomically: on an error nothing is applied — and clears the queue.
+//!
+//! Applying is tolerant where a batch of parallel tool calls can collide: an operation whose
+//! target is already gone (a node removed twice, updated after its removal, a connection removed
+//! twice) is skipped; a new node whose position is taken moves to the next free slot; a new node
+//! whose name is taken gets a unique one; connections left pointing from or to a missing node are
+//! dropped at the end. Everything that changed the batch's meaning comes back as an
+//! [`ApplyNote`] ([`apply_operations_with`]); the node tells the agent about it.
 
 mod rename;
 
+use crate::builder::positions::{is_taken, next_free_to_the_right, position_for_node};
+use crate::catalogue::Catalogue;
 use crate::workflow::{kind_of, Connection, Connections, Workflow, WorkflowNode};
 use agentgraph_runtime::reducer::{Reducer, ReducerError, ReducerRegistry, Storage};
 use agentgraph_runtime::{Node, NodeError, TaskContext, TypeMismatch, Update, ValueType};
@@ -16,6 +25,7 @@ use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeSet, HashSet};
+use std::fmt;
 use std::sync::Arc;
 
 pub use rename::{is_identifier, rename_in_expression, rename_in_value};
@@ -38,19 +48,20 @@ pub enum Operation {
     /// Empties the workflow: no nodes, no connections, an empty name, no other fields.
     Clear,
     /// Adds nodes; a node whose id is already in the workflow replaces that node (upsert). A
-    /// node whose name is used by a node with another id gets a unique name (`Set` → `Set1`).
+    /// node whose name is used by a node with another id gets a unique name (`Set` → `Set1`,
+    /// reported). A new node whose position is taken moves to the next free slot.
     AddNodes {
         /// The nodes to add or replace.
         nodes: Vec<WorkflowNode>,
     },
     /// Removes nodes (by id, or by name for nodes without an id) and every connection from or to
-    /// them.
+    /// them. Ids of no node are skipped (reported).
     RemoveNode {
         /// The ids of the nodes to remove.
         node_ids: Vec<String>,
     },
     /// Shallow-merges `updates` into a node (`{...node, ...updates}`); a changed `name` is a
-    /// rename (connections and expressions follow).
+    /// rename (connections and expressions follow). Skipped (reported) when the node is gone.
     UpdateNode {
         /// The id of the node to update (or its name, for nodes without an id).
         node_id: String,
@@ -67,7 +78,7 @@ pub enum Operation {
         /// The connections to add.
         connections: Connections,
     },
-    /// Removes one connection.
+    /// Removes one connection; skipped (reported) when it is not there.
     RemoveConnection {
         /// The source node's name.
         source_node: String,
@@ -90,6 +101,7 @@ pub enum Operation {
     },
     /// Renames a node and updates connection keys, targets, `pinData` keys and the expressions of
     /// every node that reference the old name (`$('Old')`, `$node["Old"]`, `$node.Old`, …).
+    /// Skipped (reported) when the node is gone.
     RenameNode {
         /// The id of the node (or its name).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -199,9 +211,14 @@ impl Operation {
         })
     }
 
-    /// Applies this operation to `wf` in place. On error `wf` may be partly changed: use
-    /// [`apply_operations`] for atomic batches.
+    /// Applies this operation to `wf` in place (tolerantly, as in a batch, without the notes and
+    /// without the final removal of dangling connections). On error `wf` may be partly changed:
+    /// use [`apply_operations`] for atomic batches.
     pub fn apply(&self, wf: &mut Workflow) -> Result<(), OperationErrorKind> {
+        self.apply_in(wf, &mut Cx::new(None))
+    }
+
+    fn apply_in(&self, wf: &mut Workflow, cx: &mut Cx<'_>) -> Result<(), OperationErrorKind> {
         match self {
             Operation::Clear => {
                 *wf = Workflow {
@@ -210,9 +227,18 @@ impl Operation {
                 };
                 Ok(())
             }
-            Operation::AddNodes { nodes } => add_nodes(wf, nodes),
-            Operation::RemoveNode { node_ids } => remove_nodes(wf, node_ids),
-            Operation::UpdateNode { node_id, updates } => update_node(wf, node_id, updates),
+            Operation::AddNodes { nodes } => add_nodes(wf, nodes, cx),
+            Operation::RemoveNode { node_ids } => {
+                remove_nodes(wf, node_ids, cx);
+                Ok(())
+            }
+            Operation::UpdateNode { node_id, updates } => match wf.position_of(node_id) {
+                Some(i) => update_node(wf, i, updates),
+                None => {
+                    cx.skip(self, OperationErrorKind::NodeNotFound(node_id.clone()));
+                    Ok(())
+                }
+            },
             Operation::SetConnections { connections } => {
                 wf.connections = connections.clone();
                 Ok(())
@@ -230,18 +256,24 @@ impl Operation {
             } => {
                 let target =
                     Connection::new(target_node, connection_type.clone(), *target_input_index);
-                if wf.remove_connection(source_node, connection_type, *source_output_index, &target)
-                {
-                    Ok(())
-                } else {
-                    Err(OperationErrorKind::ConnectionNotFound {
-                        source_node: source_node.clone(),
-                        target_node: target_node.clone(),
-                        connection_type: connection_type.clone(),
-                        source_output_index: *source_output_index,
-                        target_input_index: *target_input_index,
-                    })
+                if !wf.remove_connection(
+                    source_node,
+                    connection_type,
+                    *source_output_index,
+                    &target,
+                ) {
+                    cx.skip(
+                        self,
+                        OperationErrorKind::ConnectionNotFound {
+                            source_node: source_node.clone(),
+                            target_node: target_node.clone(),
+                            connection_type: connection_type.clone(),
+                            source_output_index: *source_output_index,
+                            target_input_index: *target_input_index,
+                        },
+                    );
                 }
+                Ok(())
             }
             Operation::SetName { name } => {
                 wf.name = Some(name.clone());
@@ -256,15 +288,127 @@ impl Operation {
                     .as_deref()
                     .or(old_name.as_deref())
                     .ok_or(OperationErrorKind::MissingRenameTarget)?;
-                let i = if node_id.is_some() {
+                let found = if node_id.is_some() {
                     wf.position_of(key)
                 } else {
                     wf.nodes.iter().position(|n| n.name == key)
+                };
+                match found {
+                    Some(i) => rename_node(wf, i, new_name),
+                    None => {
+                        cx.skip(self, OperationErrorKind::NodeNotFound(key.to_string()));
+                        Ok(())
+                    }
                 }
-                .ok_or_else(|| OperationErrorKind::NodeNotFound(key.to_string()))?;
-                rename_node(wf, i, new_name)
             }
         }
+    }
+}
+
+/// Something applying a batch did that the tools that queued it could not know: the agent is
+/// told about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApplyNote {
+    /// An operation (or, for removeNode, one of its ids) was skipped: its target was gone.
+    Skipped {
+        /// The position of the operation in the batch.
+        index: usize,
+        /// The operation's type (`removeNode`, …).
+        op: &'static str,
+        /// What was missing (`NodeNotFound`, `ConnectionNotFound`).
+        reason: OperationErrorKind,
+    },
+    /// A node was added under another name than the one its tool reported, because that name
+    /// was taken (usually by a node added in the same batch).
+    Renamed {
+        /// The node's id.
+        id: String,
+        /// The name the node was queued with.
+        requested: String,
+        /// The name it has in the workflow.
+        name: String,
+    },
+    /// A connection from or to a node that does not exist was dropped.
+    DroppedConnection {
+        /// The source node's name.
+        source: String,
+        /// The connection type.
+        connection_type: String,
+        /// The source output index.
+        source_output: usize,
+        /// The target node's name.
+        target: String,
+        /// The missing node (the source or the target).
+        missing: String,
+    },
+}
+
+impl fmt::Display for ApplyNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApplyNote::Skipped { op, reason, .. } => match reason {
+                OperationErrorKind::NodeNotFound(key) => write!(
+                    f,
+                    "{op} of `{key}` skipped: no node has that id or name (already removed?)"
+                ),
+                other => write!(f, "{op} skipped: {other}"),
+            },
+            ApplyNote::Renamed {
+                id,
+                requested,
+                name,
+            } => write!(
+                f,
+                "the node added as \"{requested}\" (id {id}) is named \"{name}\": \
+                 \"{requested}\" was already used by another node. Refer to it as \"{name}\""
+            ),
+            ApplyNote::DroppedConnection {
+                source,
+                connection_type,
+                source_output,
+                target,
+                missing,
+            } => write!(
+                f,
+                "dropped the connection \"{source}\" → \"{target}\" ({connection_type}, output \
+                 {source_output}): node \"{missing}\" does not exist"
+            ),
+        }
+    }
+}
+
+/// A batch applied by [`apply_operations_with`]: the new workflow and what to tell the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The workflow after the batch.
+    pub workflow: Workflow,
+    /// Skipped operations, renamed nodes and dropped connections, in order.
+    pub notes: Vec<ApplyNote>,
+}
+
+/// What applying needs besides the workflow: the catalogue (to place moved nodes) and where the
+/// notes go.
+struct Cx<'a> {
+    catalogue: Option<&'a Catalogue>,
+    index: usize,
+    notes: Vec<ApplyNote>,
+}
+
+impl<'a> Cx<'a> {
+    fn new(catalogue: Option<&'a Catalogue>) -> Self {
+        Cx {
+            catalogue,
+            index: 0,
+            notes: Vec::new(),
+        }
+    }
+
+    fn skip(&mut self, op: &Operation, reason: OperationErrorKind) {
+        self.notes.push(ApplyNote::Skipped {
+            index: self.index,
+            op: op.type_name(),
+            reason,
+        });
     }
 }
 
@@ -292,14 +436,33 @@ pub fn parse_operations(value: &Value) -> Result<Vec<Operation>, ParseOperations
 }
 
 /// Applies `operations` in order to a copy of `workflow` and returns it. Atomic: on the first
-/// failing operation, the error is returned and `workflow` is left as it was.
+/// failing operation, the error is returned and `workflow` is left as it was. Tolerant and
+/// without a catalogue: see [`apply_operations_with`].
 pub fn apply_operations(
     workflow: &Workflow,
     operations: &[Operation],
 ) -> Result<Workflow, OperationError> {
+    apply_operations_with(workflow, operations, None).map(|a| a.workflow)
+}
+
+/// Applies `operations` in order to a copy of `workflow`; atomic like [`apply_operations`].
+///
+/// Targets that are already gone are skipped; a node added at a taken position moves to the
+/// next free slot (placed like `add_nodes` places a node, by the rule of
+/// [`crate::builder::positions`], when `catalogue` is given; else to the right); a name taken
+/// by another node is made unique; at the end, connections from or to a missing node are
+/// dropped. Each of these, except moves, is an [`ApplyNote`].
+pub fn apply_operations_with(
+    workflow: &Workflow,
+    operations: &[Operation],
+    catalogue: Option<&Catalogue>,
+) -> Result<Applied, OperationError> {
     let mut wf = workflow.clone();
-    apply_all(&mut wf, operations)?;
-    Ok(wf)
+    let notes = apply_all(&mut wf, operations, catalogue)?;
+    Ok(Applied {
+        workflow: wf,
+        notes,
+    })
 }
 
 /// Like [`apply_operations`], changing `workflow` in place; on error it is restored unchanged.
@@ -311,21 +474,34 @@ pub fn apply_operations_in_place(
         return Ok(());
     }
     let backup = workflow.clone();
-    apply_all(workflow, operations).inspect_err(|_| *workflow = backup)
+    apply_all(workflow, operations, None)
+        .map(|_| ())
+        .inspect_err(|_| *workflow = backup)
 }
 
-fn apply_all(wf: &mut Workflow, operations: &[Operation]) -> Result<(), OperationError> {
+fn apply_all(
+    wf: &mut Workflow,
+    operations: &[Operation],
+    catalogue: Option<&Catalogue>,
+) -> Result<Vec<ApplyNote>, OperationError> {
+    let mut cx = Cx::new(catalogue);
     for (index, op) in operations.iter().enumerate() {
-        op.apply(wf).map_err(|kind| OperationError {
+        cx.index = index;
+        op.apply_in(wf, &mut cx).map_err(|kind| OperationError {
             index,
             op: op.type_name(),
             kind,
         })?;
     }
-    Ok(())
+    drop_dangling_connections(wf, &mut cx.notes);
+    Ok(cx.notes)
 }
 
-fn add_nodes(wf: &mut Workflow, nodes: &[WorkflowNode]) -> Result<(), OperationErrorKind> {
+fn add_nodes(
+    wf: &mut Workflow,
+    nodes: &[WorkflowNode],
+    cx: &mut Cx<'_>,
+) -> Result<(), OperationErrorKind> {
     for node in nodes {
         let Some(id) = node.id.as_deref() else {
             return Err(OperationErrorKind::MissingNodeId(node.name.clone()));
@@ -350,25 +526,51 @@ fn add_nodes(wf: &mut Workflow, nodes: &[WorkflowNode]) -> Result<(), OperationE
                     .collect(),
                 ..Workflow::default()
             };
-            node.name = others.unique_name(&node.name);
+            let unique = others.unique_name(&node.name);
+            cx.notes.push(ApplyNote::Renamed {
+                id: id.to_string(),
+                requested: std::mem::replace(&mut node.name, unique.clone()),
+                name: unique,
+            });
         }
         match wf.nodes.iter_mut().find(|n| n.id.as_deref() == Some(id)) {
             Some(existing) => *existing = Arc::new(node),
-            None => wf.nodes.push(Arc::new(node)),
+            None => {
+                // Parallel add_nodes calls of one step all place their node in the workflow as
+                // it was before the step, so they pick the same slot: move on to a free one.
+                let (x, y) = node.xy();
+                if !node.is_sticky_note() && is_taken(wf, [x, y]) {
+                    let [x, y] = match cx.catalogue {
+                        Some(catalogue) => position_for_node(catalogue, wf, &node),
+                        None => next_free_to_the_right(wf, [x, y]),
+                    };
+                    node.set_xy(x, y);
+                }
+                wf.nodes.push(Arc::new(node));
+            }
         }
     }
     Ok(())
 }
 
-fn remove_nodes(wf: &mut Workflow, keys: &[String]) -> Result<(), OperationErrorKind> {
+fn remove_nodes(wf: &mut Workflow, keys: &[String], cx: &mut Cx<'_>) {
     let mut names = HashSet::new();
     let mut indices = BTreeSet::new();
     for key in keys {
-        let i = wf
-            .position_of(key)
-            .ok_or_else(|| OperationErrorKind::NodeNotFound(key.clone()))?;
-        indices.insert(i);
-        names.insert(wf.nodes[i].name.clone());
+        match wf.position_of(key) {
+            Some(i) => {
+                indices.insert(i);
+                names.insert(wf.nodes[i].name.clone());
+            }
+            None => cx.notes.push(ApplyNote::Skipped {
+                index: cx.index,
+                op: "removeNode",
+                reason: OperationErrorKind::NodeNotFound(key.clone()),
+            }),
+        }
+    }
+    if indices.is_empty() {
+        return;
     }
     let mut i = 0;
     wf.nodes.retain(|_| {
@@ -382,17 +584,13 @@ fn remove_nodes(wf: &mut Workflow, keys: &[String]) -> Result<(), OperationError
             slot.retain(|c| !names.contains(&c.node));
         }
     }
-    Ok(())
 }
 
 fn update_node(
     wf: &mut Workflow,
-    key: &str,
+    i: usize,
     updates: &Map<String, Value>,
 ) -> Result<(), OperationErrorKind> {
-    let i = wf
-        .position_of(key)
-        .ok_or_else(|| OperationErrorKind::NodeNotFound(key.to_string()))?;
     let old = &wf.nodes[i];
     let invalid = |message: String| OperationErrorKind::InvalidUpdate {
         node: old.name.clone(),
@@ -450,6 +648,53 @@ fn merge_connections(wf: &mut Workflow, new: &Connections) {
             }
         }
     }
+}
+
+/// Drops every connection whose source or target is not a node of `wf` (a connection queued in
+/// the same batch as the removal of one of its ends), noting each. A missing source loses its
+/// whole entry; a missing target is taken out of its slot (the slot stays, as on removeNode).
+fn drop_dangling_connections(wf: &mut Workflow, notes: &mut Vec<ApplyNote>) {
+    let names: HashSet<&str> = wf.nodes.iter().map(|n| n.name.as_str()).collect();
+    let mut dropped = Vec::new();
+    for (source, by_type) in &wf.connections {
+        let source_missing = !names.contains(source.as_str());
+        for (kind, outputs) in by_type {
+            for (output, slot) in outputs.iter().enumerate() {
+                for c in slot.iter().flatten() {
+                    let missing = if source_missing {
+                        source
+                    } else if !names.contains(c.node.as_str()) {
+                        &c.node
+                    } else {
+                        continue;
+                    };
+                    dropped.push(ApplyNote::DroppedConnection {
+                        source: source.clone(),
+                        connection_type: kind.clone(),
+                        source_output: output,
+                        target: c.node.clone(),
+                        missing: missing.clone(),
+                    });
+                }
+            }
+        }
+    }
+    let missing_source = wf
+        .connections
+        .keys()
+        .any(|source| !names.contains(source.as_str()));
+    if dropped.is_empty() && !missing_source {
+        return;
+    }
+    let names: HashSet<String> = names.into_iter().map(str::to_string).collect();
+    wf.connections
+        .retain(|source, _| names.contains(source.as_str()));
+    for by_type in wf.connections.values_mut() {
+        for slot in by_type.values_mut().flatten().flatten() {
+            slot.retain(|c| names.contains(c.node.as_str()));
+        }
+    }
+    notes.extend(dropped);
 }
 
 fn rename_node(wf: &mut Workflow, i: usize, new_name: &str) -> Result<(), OperationErrorKind> {
@@ -570,14 +815,36 @@ pub fn reducer() -> Arc<dyn Reducer> {
 /// [`OperationsReducer`] reads as "clear the queue"). Writes nothing when the queue is empty. An
 /// empty or `null` workflow channel is read as an empty workflow.
 ///
-/// Fails (fatal) with code `invalid_workflow`, `invalid_operations` or `operation_failed`; on
-/// failure nothing is written.
-#[derive(Debug, Clone)]
+/// It never fails: a batch that cannot be applied (an operation fails, the queue or the
+/// workflow cannot be read) leaves the workflow as it was and the queue is still cleared, so the
+/// next batch starts clean. What the agent must know — the batch was not applied, or it was
+/// applied with [`ApplyNote`]s (skipped operations, renamed nodes, dropped connections) — is
+/// appended to the last tool message of the batch in the messages channel, when one is set
+/// ([`Self::with_messages`]; without a tool message after the last AI message, it becomes a new
+/// human message), and emitted as a custom event `{"tool": "apply_operations", "status":
+/// "error"|"note", "title"}` (shown by `agentgraph chat`).
+#[derive(Clone)]
 pub struct ApplyOperationsNode {
     /// The channel holding the workflow JSON (default `workflow`).
     pub workflow_channel: String,
     /// The channel holding the operations queue (default `operations`).
     pub operations_channel: String,
+    /// The messages channel the agent reads, where failures and notes go (default: none).
+    pub messages_channel: Option<String>,
+    /// The node catalogue, to place nodes moved off a taken position like `add_nodes` does
+    /// (default: none, they move to the right).
+    pub catalogue: Option<Arc<Catalogue>>,
+}
+
+impl fmt::Debug for ApplyOperationsNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApplyOperationsNode")
+            .field("workflow_channel", &self.workflow_channel)
+            .field("operations_channel", &self.operations_channel)
+            .field("messages_channel", &self.messages_channel)
+            .field("catalogue", &self.catalogue.is_some())
+            .finish()
+    }
 }
 
 impl Default for ApplyOperationsNode {
@@ -585,7 +852,105 @@ impl Default for ApplyOperationsNode {
         ApplyOperationsNode {
             workflow_channel: "workflow".into(),
             operations_channel: "operations".into(),
+            messages_channel: None,
+            catalogue: None,
         }
+    }
+}
+
+/// What one run of an [`ApplyOperationsNode`] does.
+#[derive(Debug, Clone)]
+pub struct ApplyOutcome {
+    /// The channel writes.
+    pub update: Update,
+    /// Why the batch was not applied (`code: message`), if it was not.
+    pub error: Option<String>,
+    /// The notes of an applied batch.
+    pub notes: Vec<ApplyNote>,
+}
+
+impl ApplyOutcome {
+    /// What the agent is told, if anything.
+    pub fn notice(&self) -> Option<String> {
+        if let Some(error) = &self.error {
+            return Some(format!(
+                "[workflow update failed] The workflow changes queued by your last tool calls \
+                 were NOT applied; the workflow is unchanged ({error}). None of the changes those \
+                 calls reported happened: check the workflow and make the ones still needed again."
+            ));
+        }
+        if self.notes.is_empty() {
+            return None;
+        }
+        let mut text = String::from(
+            "[workflow update] The changes of your last tool calls were applied, with these \
+             differences:",
+        );
+        for note in &self.notes {
+            text.push_str("\n- ");
+            text.push_str(&note.to_string());
+        }
+        Some(text)
+    }
+
+    /// The custom event that shows the outcome, if there is something to show.
+    pub fn event(&self) -> Option<Value> {
+        let (status, title) = match (&self.error, self.notes.as_slice()) {
+            (Some(error), _) => ("error", format!("workflow changes not applied: {error}")),
+            (None, []) => return None,
+            (None, notes) => (
+                "note",
+                format!(
+                    "workflow changes applied: {}",
+                    notes
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            ),
+        };
+        Some(serde_json::json!({"tool": "apply_operations", "status": status, "title": title}))
+    }
+}
+
+fn is_type(m: &Value, kind: &str) -> bool {
+    m.get("type").and_then(Value::as_str) == Some(kind)
+}
+
+/// `notice` appended to the content of a tool message.
+fn with_notice(content: Option<&Value>, notice: &str) -> Value {
+    let sep = "\n\n";
+    match content {
+        None | Some(Value::Null) => Value::String(notice.to_string()),
+        Some(Value::String(s)) if s.is_empty() => Value::String(notice.to_string()),
+        Some(Value::String(s)) => Value::String(format!("{s}{sep}{notice}")),
+        Some(Value::Array(parts)) => {
+            let mut parts = parts.clone();
+            parts.push(serde_json::json!({"type": "text", "text": format!("{sep}{notice}")}));
+            Value::Array(parts)
+        }
+        Some(other) => Value::String(format!("{other}{sep}{notice}")),
+    }
+}
+
+/// The messages write that shows `notice` to the agent: its last tool message after the last AI
+/// message, rewritten (same id) with the notice appended; else a new human message.
+fn notice_message(messages: Option<&Value>, notice: &str) -> Value {
+    let list = messages.and_then(Value::as_array).map(Vec::as_slice);
+    let batch = list
+        .unwrap_or_default()
+        .iter()
+        .rev()
+        .take_while(|m| !is_type(m, "ai"))
+        .find(|m| is_type(m, "tool") && m.get("id").and_then(Value::as_str).is_some());
+    match batch {
+        Some(tool) => {
+            let mut m = tool.clone();
+            m["content"] = with_notice(tool.get("content"), notice);
+            Value::Array(vec![m])
+        }
+        None => serde_json::json!([{"type": "human", "content": notice}]),
     }
 }
 
@@ -600,30 +965,75 @@ impl ApplyOperationsNode {
         ApplyOperationsNode {
             workflow_channel: workflow.into(),
             operations_channel: operations.into(),
+            ..Self::default()
         }
     }
 
-    /// The update this node makes for the given channel values (`None`: empty channel).
-    pub fn compute(
+    /// Reports failures and notes in this messages channel.
+    pub fn with_messages(mut self, messages: impl Into<String>) -> Self {
+        self.messages_channel = Some(messages.into());
+        self
+    }
+
+    /// Places nodes moved off a taken position with this catalogue.
+    pub fn with_catalogue(mut self, catalogue: Arc<Catalogue>) -> Self {
+        self.catalogue = Some(catalogue);
+        self
+    }
+
+    /// The update this node makes for the given channel values (`None`: empty channel), without
+    /// a messages channel.
+    pub fn compute(&self, workflow: Option<&Value>, operations: Option<&Value>) -> Update {
+        self.outcome(workflow, operations, None).update
+    }
+
+    /// What this node does for the given channel values (`None`: empty channel); `messages` is
+    /// the messages channel's value (read only when there is something to tell).
+    pub fn outcome(
         &self,
         workflow: Option<&Value>,
         operations: Option<&Value>,
-    ) -> Result<Update, NodeError> {
-        let ops = parse_operations(operations.unwrap_or(&Value::Null))
-            .map_err(|e| NodeError::fatal(e.to_string()).with_code("invalid_operations"))?;
-        if ops.is_empty() {
-            return Ok(Update::new());
-        }
-        let current = match workflow {
-            None | Some(Value::Null) => Workflow::default(),
-            Some(v) => Workflow::from_value_ref(v)
-                .map_err(|e| NodeError::fatal(e.to_string()).with_code("invalid_workflow"))?,
+        messages: Option<&Value>,
+    ) -> ApplyOutcome {
+        let applied = match operations.map(parse_operations) {
+            None => Ok(None),
+            Some(Err(e)) => Err(format!("invalid_operations: {e}")),
+            Some(Ok(ops)) if ops.is_empty() => Ok(None),
+            Some(Ok(ops)) => match workflow {
+                None | Some(Value::Null) => Ok(Workflow::default()),
+                Some(v) => {
+                    Workflow::from_value_ref(v).map_err(|e| format!("invalid_workflow: {e}"))
+                }
+            }
+            .and_then(|current| {
+                apply_operations_with(&current, &ops, self.catalogue.as_deref())
+                    .map(Some)
+                    .map_err(|e| format!("operation_failed: {e}"))
+            }),
         };
-        let next = apply_operations(&current, &ops)
-            .map_err(|e| NodeError::fatal(e.to_string()).with_code("operation_failed"))?;
-        Ok(Update::new()
-            .set(self.workflow_channel.clone(), next.to_value())
-            .set(self.operations_channel.clone(), Value::Null))
+        let mut out = ApplyOutcome {
+            update: Update::new(),
+            error: None,
+            notes: Vec::new(),
+        };
+        match applied {
+            Ok(None) => return out,
+            Ok(Some(applied)) => {
+                out.update = out
+                    .update
+                    .set(self.workflow_channel.clone(), applied.workflow.to_value());
+                out.notes = applied.notes;
+            }
+            Err(error) => out.error = Some(error),
+        }
+        // Applied or not, the batch is done: a failing batch must not block every later one.
+        out.update = out.update.set(self.operations_channel.clone(), Value::Null);
+        if let (Some(channel), Some(notice)) = (&self.messages_channel, out.notice()) {
+            out.update = out
+                .update
+                .set(channel.clone(), notice_message(messages, &notice));
+        }
+        out
     }
 }
 
@@ -631,9 +1041,21 @@ impl ApplyOperationsNode {
 impl Node for ApplyOperationsNode {
     async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
         let state = ctx.state();
-        self.compute(
+        let messages = self
+            .messages_channel
+            .as_deref()
+            .and_then(|channel| state.get(channel));
+        let out = self.outcome(
             state.get(&self.workflow_channel),
             state.get(&self.operations_channel),
-        )
+            messages,
+        );
+        if let Some(error) = &out.error {
+            tracing::warn!(%error, "apply_operations: batch not applied, queue cleared");
+        }
+        if let Some(event) = out.event() {
+            ctx.emit_custom(event).await;
+        }
+        Ok(out.update)
     }
 }

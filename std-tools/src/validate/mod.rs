@@ -301,14 +301,7 @@ impl NodeInfo<'_> {
 
     /// Whether this is a tool node (its outputs are only `ai_tool`, or its type is a tool).
     pub fn is_tool(&self) -> bool {
-        let s = self.short_type();
-        if s.ends_with("Tool")
-            || (self
-                .node
-                .node_type
-                .starts_with(crate::catalogue::LANGCHAIN_PACKAGE)
-                && s.starts_with("tool"))
-        {
+        if crate::catalogue::Catalogue::is_tool_type(&self.node.node_type) {
             return true;
         }
         self.outputs()

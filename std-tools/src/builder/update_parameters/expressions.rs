@@ -141,10 +141,14 @@ fn find_at(value: &Value, path: String, out: &mut Vec<String>) {
     }
 }
 
-/// Whether a node type accepts `$fromAI` expressions: tool nodes, whose type ends with `Tool`
-/// (`n8n-nodes-base.gmailTool`).
+/// Whether a node type accepts `$fromAI` expressions: nodes that run as AI tools, i.e. the
+/// `…Tool` variants (`n8n-nodes-base.gmailTool`) and the LangChain `tool…` nodes
+/// (`toolWorkflow`, `toolCode`, `toolHttpRequest`, …): [`Catalogue::is_tool_type`], the
+/// predicate the validator uses too.
+///
+/// [`Catalogue::is_tool_type`]: crate::catalogue::Catalogue::is_tool_type
 pub fn allows_from_ai(node_type: &str) -> bool {
-    node_type.ends_with("Tool")
+    crate::catalogue::Catalogue::is_tool_type(node_type)
 }
 
 /// The top-level parameter keys an update added, modified and removed (each sorted).
@@ -274,6 +278,9 @@ mod tests {
         assert_eq!(find_from_ai(&v), vec!["a", "b[0].c"]);
         assert!(allows_from_ai("n8n-nodes-base.gmailTool"));
         assert!(!allows_from_ai("n8n-nodes-base.gmail"));
+        assert!(allows_from_ai("@n8n/n8n-nodes-langchain.toolWorkflow"));
+        assert!(allows_from_ai("@n8n/n8n-nodes-langchain.toolHttpRequest"));
+        assert!(!allows_from_ai("@n8n/n8n-nodes-langchain.agent"));
     }
 
     #[test]
