@@ -756,3 +756,37 @@ async fn from_ai_is_allowed_in_langchain_tool_nodes() {
         "={{ $fromAI('url') }}"
     );
 }
+
+/// The caller's execution schema (`workflow_context`) is shown to the updater model, so it can
+/// use real field names; nothing is added when there is none.
+#[test]
+fn the_workflow_context_is_shown_to_the_updater() {
+    use agentgraph_std_tools::builder::update_parameters::{
+        build_request, build_request_with_context,
+    };
+    use agentgraph_std_tools::workflow::WorkflowNode;
+    let cat = Catalogue::builtin().unwrap();
+    let desc = cat.get("n8n-nodes-base.set", None).unwrap();
+    let node = WorkflowNode::new(
+        "n1",
+        "Edit",
+        "n8n-nodes-base.set",
+        desc.version.max(),
+        [0.0, 0.0],
+    );
+    let mut wf = Workflow::default();
+    wf.add_node(node.clone());
+    let changes = ["Copy the customer's email".to_string()];
+    let context = json!({"execution_schema": [{"nodeName": "Trigger",
+        "schema": {"customer_email_field": "string"}}]});
+    let req = build_request_with_context(desc, &wf, &node, &changes, None, Some(&context));
+    let dynamic = &req.system[2].text;
+    assert!(dynamic.contains("<workflow_context>"), "{dynamic}");
+    assert!(dynamic.contains("customer_email_field"), "{dynamic}");
+    for none in [None, Some(&json!({})), Some(&Value::Null)] {
+        let req = build_request_with_context(desc, &wf, &node, &changes, None, none);
+        assert!(!req.system[2].text.contains("<workflow_context>"));
+    }
+    let plain = build_request(desc, &wf, &node, &changes, None);
+    assert!(!plain.system[2].text.contains("<workflow_context>"));
+}

@@ -160,6 +160,20 @@ pub fn build_request(
     changes: &[String],
     user_request: Option<&str>,
 ) -> ModelRequest {
+    build_request_with_context(catalogue_desc, workflow, node, changes, user_request, None)
+}
+
+/// Like [`build_request`], also showing the model what the caller's n8n knows about the
+/// workflow (`execution_data`, `execution_schema`: the `workflow_context` channel), so
+/// expressions use real field names.
+pub fn build_request_with_context(
+    catalogue_desc: &crate::catalogue::NodeTypeDescription,
+    workflow: &Workflow,
+    node: &WorkflowNode,
+    changes: &[String],
+    user_request: Option<&str>,
+    workflow_context: Option<&Value>,
+) -> ModelRequest {
     let guides = guides_for(&node.node_type, catalogue_desc);
     let (definitions, left_out) =
         property_definitions(catalogue_desc, &node.parameters, node.version(), changes);
@@ -182,6 +196,19 @@ pub fn build_request(
     if let Some(req) = user_request {
         context.push_str(&format!(
             "<user_workflow_request>\n{req}\n</user_workflow_request>\n\n"
+        ));
+    }
+    let known = workflow_context.filter(|v| match v {
+        Value::Object(o) => !o.is_empty(),
+        Value::Null => false,
+        _ => true,
+    });
+    if let Some(known) = known {
+        context.push_str(&format!(
+            "What the n8n instance knows about this workflow (last execution's data, the data \
+             shape each node produces); use these field names in expressions:\n\
+             <workflow_context>\n{}\n</workflow_context>\n\n",
+            pretty(known)
         ));
     }
     context.push_str(&format!(
@@ -321,7 +348,17 @@ impl Tool for UpdateNodeParameters {
             "messages_channel",
             "messages",
         )));
-        let mut req = build_request(desc, &workflow, node, &changes, user_request.as_deref());
+        let known = ctx
+            .state()
+            .get(setting(ctx, "workflow_context_channel", "workflow_context"));
+        let mut req = build_request_with_context(
+            desc,
+            &workflow,
+            node,
+            &changes,
+            user_request.as_deref(),
+            known,
+        );
         if let Some(n) = ctx.settings().get("max_tokens").and_then(Value::as_u64) {
             req.max_tokens = u32::try_from(n).ok();
         }
