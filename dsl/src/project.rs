@@ -31,6 +31,9 @@ pub struct Project {
     pub sources: BTreeMap<PathBuf, Source>,
     /// Parse and load diagnostics.
     pub diagnostics: Vec<Diagnostic>,
+    /// The texts of `file(…)` prompts, by canonical path (read when the project is loaded, so
+    /// a project is a complete snapshot of what it compiles from; see [`Project::files`]).
+    pub prompt_texts: BTreeMap<PathBuf, String>,
 }
 
 /// Why a project could not be loaded at all.
@@ -44,8 +47,45 @@ pub struct LoadError {
     pub source: std::io::Error,
 }
 
+/// How a file is named in a project: its canonical path, or (when it does not exist on disk,
+/// as in a snapshot) the path with `.` and `..` resolved lexically.
 fn key(p: &Path) -> PathBuf {
-    std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
+    std::fs::canonicalize(p).unwrap_or_else(|_| normalize(p))
+}
+
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Reads one file a project needs.
+type Reader<'a> = &'a dyn Fn(&Path) -> std::io::Result<String>;
+
+fn read_disk(p: &Path) -> std::io::Result<String> {
+    std::fs::read_to_string(p)
+}
+
+/// The path of the prompt file of a `prompt name = file("…")` declaration, relative to `dir`.
+fn prompt_file(p: &PromptDecl) -> Option<&StrLit> {
+    match &p.value.kind {
+        ExprKind::Call { func, args } if func.name == "file" => match args.first().map(|a| &a.kind)
+        {
+            Some(ExprKind::Str { lit }) => Some(lit),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 /// `d`, said to be about the file diagnostics call `name`.
@@ -83,22 +123,98 @@ impl Project {
 
     /// Builds a project from the root file's text (references are read from disk).
     pub fn from_source(path: &Path, text: String) -> Project {
+        Self::build(path, text, &read_disk)
+    }
+
+    /// Builds a project from a snapshot of its files (what [`Project::files`] returned),
+    /// reading nothing from disk: the graph as it was when the snapshot was taken, even if the
+    /// files changed or were removed since. `root` is the root file's key in `files`.
+    ///
+    /// ```
+    /// use agentgraph_dsl::Project;
+    /// use std::collections::BTreeMap;
+    /// use std::path::PathBuf;
+    ///
+    /// // Paths that exist nowhere on disk: everything comes from the snapshot.
+    /// let root = PathBuf::from("/snapshot/hello.ag");
+    /// let text = r#"graph hello {
+    ///   state { n: int = 0 }
+    ///   prompt greeting = file("greeting.md")
+    ///   node bump { set { n: n + 1 } }
+    ///   START -> bump
+    ///   bump -> END
+    /// }"#;
+    /// let files = BTreeMap::from([
+    ///     (root.clone(), text.to_string()),
+    ///     (PathBuf::from("/snapshot/greeting.md"), "Hello!".to_string()),
+    /// ]);
+    /// let project = Project::from_files(&root, &files)?;
+    /// assert_eq!(project.files(), files);
+    /// # Ok::<(), agentgraph_dsl::project::LoadError>(())
+    /// ```
+    pub fn from_files(
+        root: &Path,
+        files: &BTreeMap<PathBuf, String>,
+    ) -> Result<Project, LoadError> {
+        let text = files.get(root).cloned().ok_or_else(|| LoadError {
+            path: root.display().to_string(),
+            source: std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "the root file is not in the snapshot",
+            ),
+        })?;
+        let read = |p: &Path| {
+            files
+                .get(p)
+                .or_else(|| files.get(&normalize(p)))
+                .cloned()
+                .ok_or_else(|| {
+                    std::io::Error::new(std::io::ErrorKind::NotFound, "not in the snapshot")
+                })
+        };
+        Ok(Self::build(root, text, &read))
+    }
+
+    /// Every file the project was built from (graph files and prompt files) with the text that
+    /// was loaded, by canonical path: a snapshot [`Project::from_files`] rebuilds it from.
+    pub fn files(&self) -> BTreeMap<PathBuf, String> {
+        let mut out: BTreeMap<PathBuf, String> = self
+            .sources
+            .iter()
+            .map(|(k, s)| (k.clone(), s.text.clone()))
+            .collect();
+        for (k, t) in &self.prompt_texts {
+            out.entry(k.clone()).or_insert_with(|| t.clone());
+        }
+        out
+    }
+
+    fn build(path: &Path, text: String, read: Reader<'_>) -> Project {
         let root = key(path);
         let mut p = Project {
             root: root.clone(),
             sources: BTreeMap::new(),
             diagnostics: Vec::new(),
+            prompt_texts: BTreeMap::new(),
         };
         p.add(
             root.clone(),
             path.display().to_string(),
             text,
             &mut vec![root],
+            read,
         );
         p
     }
 
-    fn add(&mut self, k: PathBuf, name: String, text: String, stack: &mut Vec<PathBuf>) {
+    fn add(
+        &mut self,
+        k: PathBuf,
+        name: String,
+        text: String,
+        stack: &mut Vec<PathBuf>,
+        read: Reader<'_>,
+    ) {
         let parsed = crate::parse::parse(&text);
         self.diagnostics
             .extend(parsed.diagnostics.into_iter().map(|d| in_file(d, &name)));
@@ -108,6 +224,24 @@ impl Project {
             .as_ref()
             .map(|f| references(f).into_iter().cloned().collect())
             .unwrap_or_default();
+        let prompt_paths: Vec<PathBuf> = parsed
+            .file
+            .iter()
+            .flat_map(|f| &f.graphs)
+            .flat_map(|g| &g.items)
+            .filter_map(|item| match item {
+                GraphItem::Prompt(p) => prompt_file(p),
+                _ => None,
+            })
+            .map(|lit| key(&dir.join(&lit.value)))
+            .collect();
+        for pk in prompt_paths {
+            if let std::collections::btree_map::Entry::Vacant(e) = self.prompt_texts.entry(pk) {
+                if let Ok(t) = read(e.key()) {
+                    e.insert(t);
+                }
+            }
+        }
         self.sources.insert(
             k.clone(),
             Source {
@@ -143,10 +277,10 @@ impl Project {
             if self.sources.contains_key(&tk) {
                 continue;
             }
-            match std::fs::read_to_string(&target) {
+            match read(&tk) {
                 Ok(t) => {
                     stack.push(tk.clone());
-                    self.add(tk, target.display().to_string(), t, stack);
+                    self.add(tk, target.display().to_string(), t, stack, read);
                     stack.pop();
                 }
                 Err(e) => {
@@ -203,28 +337,20 @@ impl Project {
         let dir = src.path.parent().map(Path::to_path_buf).unwrap_or_default();
         for item in &g.items {
             if let GraphItem::Prompt(p) = item {
-                if let ExprKind::Call { func, args } = &p.value.kind {
-                    if func.name == "file" {
-                        if let Some(Expr {
-                            kind: ExprKind::Str { lit },
-                            ..
-                        }) = args.first()
-                        {
-                            if !dir.join(&lit.value).is_file() {
-                                out.push(
-                                    Diagnostic::error(
-                                        "E0252",
-                                        lit.span,
-                                        format!("prompt file `{}` does not exist", lit.value),
-                                    )
-                                    .label("file not found")
-                                    .help(format!(
-                                        "paths are relative to this file's folder ({})",
-                                        dir.display()
-                                    )),
-                                );
-                            }
-                        }
+                if let Some(lit) = prompt_file(p) {
+                    if !self.prompt_texts.contains_key(&key(&dir.join(&lit.value))) {
+                        out.push(
+                            Diagnostic::error(
+                                "E0252",
+                                lit.span,
+                                format!("prompt file `{}` does not exist", lit.value),
+                            )
+                            .label("file not found")
+                            .help(format!(
+                                "paths are relative to this file's folder ({})",
+                                dir.display()
+                            )),
+                        );
                     }
                 }
             }
@@ -298,7 +424,13 @@ impl Resolver<'_> {
         let mut scratch = Vec::new();
         let symbols = check_graph(g, &ast.uses, self.reg, &mut scratch);
         let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let prompts = prompts(g, &dir);
+        let prompts = prompts_from(g, &dir, &|p: &Path| {
+            self.project
+                .prompt_texts
+                .get(&key(p))
+                .cloned()
+                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
+        });
         let compiled =
             compile_graph(g, &symbols, self.reg, &dir, &prompts, self).map_err(|ds| {
                 ds.into_iter()
@@ -353,19 +485,16 @@ impl SubgraphResolver for Resolver<'_> {
 
 /// Prompt texts by name: strings as written, `file(…)` read from disk.
 pub fn prompts(g: &GraphDecl, dir: &Path) -> BTreeMap<String, String> {
+    prompts_from(g, dir, &read_disk)
+}
+
+fn prompts_from(g: &GraphDecl, dir: &Path, read: Reader<'_>) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for item in &g.items {
         let GraphItem::Prompt(p) = item else { continue };
-        let text = match &p.value.kind {
-            ExprKind::Str { lit } => lit.value.clone(),
-            ExprKind::Call { func, args } if func.name == "file" => {
-                match args.first().map(|a| &a.kind) {
-                    Some(ExprKind::Str { lit }) => {
-                        std::fs::read_to_string(dir.join(&lit.value)).unwrap_or_default()
-                    }
-                    _ => String::new(),
-                }
-            }
+        let text = match (&p.value.kind, prompt_file(p)) {
+            (ExprKind::Str { lit }, _) => lit.value.clone(),
+            (_, Some(lit)) => read(&dir.join(&lit.value)).unwrap_or_default(),
             _ => String::new(),
         };
         out.insert(p.name.name.clone(), text);

@@ -114,3 +114,62 @@ async fn subgraph_runs_in_its_namespace() {
         .iter()
         .any(|e| e.ns.first().is_some_and(|ns| ns.starts_with("research:"))));
 }
+
+/// A project rebuilt from its snapshot (`Project::files`) compiles and runs after every file is
+/// gone from disk, and it is the snapshot's text that counts, not what is on disk now.
+#[tokio::test]
+async fn a_snapshot_compiles_without_the_files() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../graphs/examples");
+    let dir = tempfile::tempdir().unwrap();
+    for f in ["research.ag", "summarize.ag"] {
+        std::fs::copy(src.join(f), dir.path().join(f)).unwrap();
+    }
+    std::fs::write(
+        dir.path().join("extra.ag"),
+        "use \"research.ag\" as r\ngraph extra {\n  state { x: int = 0 }\n  prompt p = file(\"p.md\")\n  node a { set { x: 1 } }\n  START -> a\n  a -> END\n}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("p.md"), "the prompt").unwrap();
+    let root = dir.path().join("research.ag");
+    let project = Project::load(&root).unwrap();
+    let files = project.files();
+    assert_eq!(files.len(), 2, "research.ag and summarize.ag: {files:?}");
+    let extra = Project::load(dir.path().join("extra.ag")).unwrap().files();
+    assert_eq!(extra.len(), 4, "extra, research, summarize and the prompt");
+    assert!(extra.values().any(|t| t == "the prompt"));
+    let root_key = project.root.clone();
+    let extra_key = std::fs::canonicalize(dir.path().join("extra.ag")).unwrap();
+    drop(dir);
+    assert!(!root_key.exists());
+
+    let reg = Registry::default();
+    let again = Project::from_files(&root_key, &files).unwrap();
+    assert!(again.check(&reg).is_empty());
+    let g = again
+        .compile(&reg)
+        .unwrap_or_else(|_| panic!("does not compile"));
+    let out = g
+        .invoke(
+            Input::values(json!({"question": "why sled?"})),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        out.values["answer"],
+        json!("A 9-character question: WHY SLED?")
+    );
+    // The prompt file comes from the snapshot too.
+    let extra_again = Project::from_files(&extra_key, &extra).unwrap();
+    assert!(extra_again.check(&reg).is_empty());
+    assert_eq!(extra_again.files(), extra);
+    // Without the prompt file in the snapshot, the check says so.
+    let mut missing = extra.clone();
+    missing.retain(|_, t| t != "the prompt");
+    let diags = Project::from_files(&extra_key, &missing)
+        .unwrap()
+        .check(&reg);
+    assert!(diags.iter().any(|d| d.code == "E0252"), "{diags:?}");
+    // A root that is not in the snapshot is a load error.
+    assert!(Project::from_files(&PathBuf::from("/nowhere.ag"), &files).is_err());
+}

@@ -2,6 +2,7 @@
 //! mirrored in a sled database when one is configured, with a watch channel for live readers.
 
 use crate::error::ServerError;
+use crate::versions::GraphVersion;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
@@ -65,8 +66,12 @@ struct Trees {
     /// `thread 0x00 seq(u64 BE)` → envelope JSON.
     events: sled::Tree,
     /// `n thread` → next seq (u64 BE); `g thread` → the graph the thread last ran; `r thread`
-    /// → the id of the run in flight on the thread (removed when it ends).
+    /// → the id of the run in flight on the thread (removed when it ends); `v thread` → the
+    /// id of the graph version the thread is pinned to (removed when its run ends for good).
     meta: sled::Tree,
+    /// Graph version id → the version as JSON ([`GraphVersion`]); shared by every thread
+    /// pinned to it, dropped by [`EventStore::prune_versions`] once none is.
+    versions: sled::Tree,
     db: sled::Db,
 }
 
@@ -117,8 +122,14 @@ impl EventStore {
             .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
         let events = db.open_tree("events").map_err(storage)?;
         let meta = db.open_tree("threads").map_err(storage)?;
+        let versions = db.open_tree("graph_versions").map_err(storage)?;
         Ok(EventStore {
-            trees: Some(Trees { events, meta, db }),
+            trees: Some(Trees {
+                events,
+                meta,
+                versions,
+                db,
+            }),
             ..Self::memory(limits)
         })
     }
@@ -331,6 +342,69 @@ impl EventStore {
             self.flush()?;
         }
         Ok(closed)
+    }
+
+    /// Pins `thread` to graph version `v` on disk (a no-op in memory: the server's own pins
+    /// are all a memory store outlives). The version's files are stored once per id.
+    pub fn set_version(&self, thread: &str, v: &GraphVersion) -> Result<(), ServerError> {
+        let Some(t) = &self.trees else {
+            return Ok(());
+        };
+        if !t.versions.contains_key(v.id.as_bytes()).map_err(storage)? {
+            let json = serde_json::to_vec(v)
+                .map_err(|e| ServerError::Storage(format!("graph version {}: {e}", v.id)))?;
+            t.versions.insert(v.id.as_bytes(), json).map_err(storage)?;
+        }
+        t.meta
+            .insert(meta_key(b'v', thread), v.id.as_bytes())
+            .map_err(storage)?;
+        Ok(())
+    }
+
+    /// Unpins `thread` (its next run uses the newest version).
+    pub fn forget_version(&self, thread: &str) -> Result<(), ServerError> {
+        if let Some(t) = &self.trees {
+            t.meta.remove(meta_key(b'v', thread)).map_err(storage)?;
+        }
+        Ok(())
+    }
+
+    /// The graph version `thread` is pinned to on disk, if any.
+    pub fn version_of(&self, thread: &str) -> Result<Option<GraphVersion>, ServerError> {
+        let Some(t) = &self.trees else {
+            return Ok(None);
+        };
+        let Some(id) = t.meta.get(meta_key(b'v', thread)).map_err(storage)? else {
+            return Ok(None);
+        };
+        let Some(json) = t.versions.get(&id).map_err(storage)? else {
+            return Ok(None);
+        };
+        serde_json::from_slice(&json)
+            .map(Some)
+            .map_err(|e| ServerError::Storage(format!("graph version of thread {thread}: {e}")))
+    }
+
+    /// Drops the stored graph versions no thread is pinned to; returns how many. The server
+    /// calls it when it starts.
+    pub fn prune_versions(&self) -> Result<usize, ServerError> {
+        let Some(t) = &self.trees else {
+            return Ok(0);
+        };
+        let mut used = std::collections::HashSet::new();
+        for kv in t.meta.scan_prefix([b'v']) {
+            let (_, id) = kv.map_err(storage)?;
+            used.insert(id.to_vec());
+        }
+        let mut dropped = 0;
+        for kv in t.versions.iter() {
+            let (id, _) = kv.map_err(storage)?;
+            if !used.contains(id.as_ref()) {
+                t.versions.remove(&id).map_err(storage)?;
+                dropped += 1;
+            }
+        }
+        Ok(dropped)
     }
 
     /// Whether events are persisted on disk.

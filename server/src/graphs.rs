@@ -1,7 +1,9 @@
 //! Finding graph files under the graphs folder and compiling them once.
 
 use crate::error::ApiError;
+use crate::events::EventStore;
 use crate::reload::{check_file, deps_hash, Checked, Deps, GraphHealth, GraphStatus};
+use crate::versions::GraphVersion;
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::{Checkpointer, CompiledGraph};
 use axum::http::StatusCode;
@@ -57,8 +59,21 @@ pub struct GraphCache {
     checkpointer: Arc<dyn Checkpointer>,
     graphs: Mutex<HashMap<PathBuf, CompiledGraph>>,
     status: Mutex<HashMap<PathBuf, GraphStatus>>,
-    pins: Mutex<HashMap<String, (PathBuf, CompiledGraph)>>,
+    /// The version each cached graph is (absent for graphs given to [`GraphCache::replace`]).
+    versions: Mutex<HashMap<PathBuf, Arc<GraphVersion>>>,
+    pins: Mutex<HashMap<String, Pin>>,
 }
+
+/// The graph version a thread runs on until its run ends for good.
+#[derive(Clone)]
+struct Pin {
+    path: PathBuf,
+    graph: CompiledGraph,
+    version: Option<Arc<GraphVersion>>,
+}
+
+/// A compiled graph and the version it was compiled from (`None` when unknown).
+pub type Versioned = (CompiledGraph, Option<Arc<GraphVersion>>);
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -78,6 +93,7 @@ impl GraphCache {
             checkpointer,
             graphs: Mutex::new(HashMap::new()),
             status: Mutex::new(HashMap::new()),
+            versions: Mutex::new(HashMap::new()),
             pins: Mutex::new(HashMap::new()),
         }
     }
@@ -130,9 +146,14 @@ impl GraphCache {
 
     /// The compiled graph named `name`, compiling it on first use (on a blocking thread).
     pub async fn get(&self, name: &str) -> Result<CompiledGraph, GraphLoadError> {
+        self.get_versioned(name).await.map(|(g, _)| g)
+    }
+
+    /// [`GraphCache::get`] with the version the graph was compiled from.
+    pub async fn get_versioned(&self, name: &str) -> Result<Versioned, GraphLoadError> {
         let path = self.resolve(name)?;
         if let Some(g) = self.cached(&path) {
-            return Ok(g);
+            return Ok((g, lock(&self.versions).get(&path).cloned()));
         }
         let (reg, cp, p) = (
             self.registry.clone(),
@@ -145,22 +166,28 @@ impl GraphCache {
         let g = checked.result?;
         let mut graphs = lock(&self.graphs);
         if let Some(g) = graphs.get(&path) {
-            return Ok(g.clone());
+            return Ok((g.clone(), lock(&self.versions).get(&path).cloned()));
         }
         graphs.insert(path.clone(), g.clone());
+        let mut versions = lock(&self.versions);
+        match &checked.version {
+            Some(v) => versions.insert(path.clone(), v.clone()),
+            None => versions.remove(&path),
+        };
+        drop(versions);
         lock(&self.status).insert(
             path.clone(),
             GraphStatus {
                 name: self.display_name(&path),
                 path: self.relative(&path),
                 version: 1,
-                hash: deps_hash(&checked.deps),
+                hash: status_hash(checked.version.as_deref(), &checked.deps),
                 status: GraphHealth::Ok,
                 diagnostics: checked.diagnostics,
                 deps: checked.deps,
             },
         );
-        Ok(g)
+        Ok((g, checked.version))
     }
 
     /// The cached graph of a resolved file, if compiled.
@@ -173,7 +200,9 @@ impl GraphCache {
     }
 
     /// Replaces (or adds) the compiled graph of a resolved file; returns the previous one.
+    /// The graph's files are unknown, so threads it runs are pinned in memory only.
     pub fn replace(&self, path: PathBuf, graph: CompiledGraph) -> Option<CompiledGraph> {
+        lock(&self.versions).remove(&path);
         self.graphs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -182,6 +211,7 @@ impl GraphCache {
 
     /// Forgets a file: the next use compiles it again.
     pub fn invalidate(&self, path: &Path) -> Option<CompiledGraph> {
+        lock(&self.versions).remove(path);
         self.graphs
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -227,12 +257,18 @@ impl GraphCache {
         &self,
         path: &Path,
         graph: CompiledGraph,
+        version: Option<Arc<GraphVersion>>,
         deps: Deps,
         diagnostics: Vec<serde_json::Value>,
     ) -> u64 {
         let mut graphs = lock(&self.graphs);
         let mut status = lock(&self.status);
         graphs.insert(path.to_path_buf(), graph);
+        let hash = status_hash(version.as_deref(), &deps);
+        match version {
+            Some(v) => lock(&self.versions).insert(path.to_path_buf(), v),
+            None => lock(&self.versions).remove(path),
+        };
         let st = status
             .entry(path.to_path_buf())
             .or_insert_with(|| GraphStatus {
@@ -245,7 +281,7 @@ impl GraphCache {
                 deps: Deps::new(),
             });
         st.version += 1;
-        st.hash = deps_hash(&deps);
+        st.hash = hash;
         st.status = GraphHealth::Ok;
         st.diagnostics = diagnostics;
         st.deps = deps;
@@ -266,27 +302,116 @@ impl GraphCache {
         }
     }
 
-    /// Keeps `graph` (of file `path`) for `thread`, so resuming it runs the version it started
-    /// with even after a reload.
-    pub(crate) fn pin(&self, thread: &str, path: PathBuf, graph: CompiledGraph) {
-        lock(&self.pins).insert(thread.to_string(), (path, graph));
+    /// Keeps `graph` (of file `path`, compiled from `version`) for `thread`, so resuming it
+    /// runs the version it started with even after a reload, and, when `store` persists and
+    /// the version is known, after a restart. A failure to persist is logged: the pin still
+    /// holds in memory.
+    pub(crate) fn pin(
+        &self,
+        store: &EventStore,
+        thread: &str,
+        path: PathBuf,
+        graph: CompiledGraph,
+        version: Option<Arc<GraphVersion>>,
+    ) {
+        let r = match &version {
+            Some(v) => store.set_version(thread, v),
+            None => store.forget_version(thread),
+        };
+        if let Err(e) = r {
+            tracing::warn!(thread, "cannot store the thread's graph version: {e}");
+        }
+        lock(&self.pins).insert(
+            thread.to_string(),
+            Pin {
+                path,
+                graph,
+                version,
+            },
+        );
     }
 
     /// Forgets `thread`'s graph (its run ended: the next one uses the newest version).
-    pub(crate) fn unpin(&self, thread: &str) {
+    pub(crate) fn unpin(&self, store: &EventStore, thread: &str) {
         lock(&self.pins).remove(thread);
+        if let Err(e) = store.forget_version(thread) {
+            tracing::warn!(thread, "cannot forget the thread's graph version: {e}");
+        }
     }
 
     /// The graph `thread` started with, if it is the file `name` designates and the thread
-    /// may still be resumed; else the newest version of `name`.
-    pub async fn pinned(&self, thread: &str, name: &str) -> Result<CompiledGraph, GraphLoadError> {
+    /// may still be resumed; else the newest version of `name`. After a restart the pinned
+    /// version comes from `store` and is compiled from its stored files (the files on disk
+    /// may have changed or gone); if it no longer compiles (a tool it uses was removed from
+    /// the server), the newest version is used and a warning logged.
+    pub async fn pinned(
+        &self,
+        store: &EventStore,
+        thread: &str,
+        name: &str,
+    ) -> Result<Versioned, GraphLoadError> {
         let path = self.resolve(name)?;
-        if let Some((p, g)) = lock(&self.pins).get(thread) {
-            if *p == path {
-                return Ok(g.clone());
+        if let Some(pin) = lock(&self.pins).get(thread) {
+            if pin.path == path {
+                return Ok((pin.graph.clone(), pin.version.clone()));
             }
         }
-        self.get(name).await
+        let stored = match store.version_of(thread) {
+            Ok(v) => v.filter(|v| v.root == path),
+            Err(e) => {
+                tracing::warn!(thread, "cannot read the thread's graph version: {e}");
+                None
+            }
+        };
+        // The newest version may not compile (a broken edit before the restart): the stored
+        // one still serves the thread.
+        let newest = self.get_versioned(name).await;
+        let Some(stored) = stored else {
+            return newest;
+        };
+        if let Ok((_, Some(v))) = &newest {
+            if v.id == stored.id {
+                return newest;
+            }
+        }
+        // Another thread may already run this version.
+        let shared = lock(&self.pins)
+            .values()
+            .find(|p| p.version.as_ref().is_some_and(|v| v.id == stored.id))
+            .cloned();
+        if let Some(p) = shared {
+            return Ok((p.graph, p.version));
+        }
+        let (reg, cp, v) = (
+            self.registry.clone(),
+            self.checkpointer.clone(),
+            stored.clone(),
+        );
+        let compiled = tokio::task::spawn_blocking(move || v.compile(&reg, &cp))
+            .await
+            .map_err(|e| GraphLoadError::Io(format!("compiling version {}: {e}", stored.id)))?;
+        match compiled {
+            Ok(g) => {
+                let version = Some(Arc::new(stored));
+                lock(&self.pins).insert(
+                    thread.to_string(),
+                    Pin {
+                        path,
+                        graph: g.clone(),
+                        version: version.clone(),
+                    },
+                );
+                Ok((g, version))
+            }
+            Err(e) => {
+                tracing::warn!(
+                    thread,
+                    version = %stored.id,
+                    "the thread's graph version does not compile any more, resuming on the newest: {e:?}"
+                );
+                newest
+            }
+        }
     }
 
     /// The files compiled so far.
@@ -298,4 +423,10 @@ impl GraphCache {
             .cloned()
             .collect()
     }
+}
+
+/// What `GET /graphs` shows as `hash`: the version id, or a hash of the dependency set when
+/// the files could not be read.
+fn status_hash(version: Option<&GraphVersion>, deps: &Deps) -> String {
+    version.map_or_else(|| deps_hash(deps), |v| v.id.clone())
 }

@@ -12,14 +12,15 @@
 //! Endpoints (JSON errors are `{"error": {"code", "message"}}`, plus `diagnostics` for 422;
 //! an unknown path is 404 `NOT_FOUND`, a wrong method 405 `METHOD_NOT_ALLOWED`):
 //! - `POST /threads/{id}/runs` `{graph, input?, stream_modes?, recursion_limit?, config?}` →
-//!   202 `{run_id, thread_id, graph}`; 409 `RUN_ACTIVE`, 404 `GRAPH_NOT_FOUND`, 400
+//!   202 `{run_id, thread_id, graph, graph_version}`; 409 `RUN_ACTIVE`, 404 `GRAPH_NOT_FOUND`, 400
 //!   `BAD_INPUT`/`BAD_STREAM_MODE`/`BAD_REQUEST`/`BAD_GRAPH_NAME`, 413 `PAYLOAD_TOO_LARGE`,
 //!   422 `GRAPH_INVALID`. The `run_id` is the engine's too: checkpoint metadata `run_id` and
 //!   the run's key in `usage.runs`.
 //! - `GET /threads/{id}/events`: SSE, each event `id: <seq>` and `data: {seq, ns, mode, node,
 //!   data}`. `Last-Event-ID` (header) or `?lastEventId=` replays the logged events after that
 //!   id, then goes on live; without either, only new events come (`lastEventId=0` replays the
-//!   whole log). Runs are framed by `mode: "run"` events, `data: {status: "started", run_id}`
+//!   whole log). Runs are framed by `mode: "run"` events, `data: {status: "started", run_id,
+//!   graph_version}`
 //!   and `data: {status: done|interrupted|failed|cancelled, run_id, error?, interrupts?,
 //!   next?, checkpoint_id?}`. On shutdown (SIGTERM or Ctrl-C for `agentgraph serve`) runs in
 //!   flight end `cancelled`. A run the previous server process did not end (killed, crashed,
@@ -42,7 +43,9 @@
 //!   prompts), it is re-checked: a clean edit gets the next `version` and serves new runs; a
 //!   broken one sets `status: "error"` with the diagnostics (each with `code`, `span.line`,
 //!   `span.column` and `rendered` text) and the last good version keeps serving. Runs in
-//!   flight, and threads resumed after an interrupt, keep the version they started with.
+//!   flight, and threads resumed after an interrupt, keep the version they started with, also
+//!   across a restart on persistent storage ([`GraphVersion`]; `hash` is the serving version's
+//!   id, `graph_version` of a run's `202` and `started` event the one it runs).
 //!
 //! Event ids are the server's own: they start at 1 and rise by one per thread across runs and
 //! restarts (the envelope's `seq` is rewritten to the id), so they never repeat even when a
@@ -53,14 +56,16 @@ mod events;
 mod graphs;
 mod reload;
 mod routes;
+mod versions;
 
 pub use error::{ApiError, ServerError};
 pub use events::{EventLimits, EventStore, StoredEvent};
-pub use graphs::{GraphCache, GraphLoadError, RegistryFactory};
+pub use graphs::{GraphCache, GraphLoadError, RegistryFactory, Versioned};
 pub use reload::{
     recheck_changed, spawn_watcher, GraphHealth, GraphStatus, DEFAULT_WATCH_INTERVAL,
 };
 pub use routes::router;
+pub use versions::GraphVersion;
 
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::checkpoint::ThreadLocks;
@@ -234,6 +239,12 @@ impl ServerState {
                 EventStore::memory(limits),
             ),
         };
+        // Versions no thread is pinned to any more (their runs ended before the restart).
+        match events.prune_versions() {
+            Ok(0) => {}
+            Ok(n) => tracing::debug!("dropped {n} unused graph version(s)"),
+            Err(e) => tracing::warn!("cannot prune stored graph versions: {e}"),
+        }
         // Runs a previous process left mid-way (killed, crashed) get their end event.
         for thread in events.close_unfinished_runs()? {
             tracing::warn!(

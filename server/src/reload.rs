@@ -15,6 +15,7 @@
 //! small, so a poll costs a few reads.
 
 use crate::graphs::{GraphCache, GraphLoadError, RegistryFactory};
+use crate::versions::GraphVersion;
 use crate::ServerState;
 use agentgraph_dsl::ast::{ExprKind, File, GraphItem, NodeDecl, NodeKind, SubgraphRef};
 use agentgraph_dsl::{Diagnostic, Project};
@@ -53,7 +54,7 @@ pub struct GraphStatus {
     /// Rises by one each time a new version is compiled and replaces the serving one (1 for
     /// the first).
     pub version: u64,
-    /// A hash of the serving version's files (hex).
+    /// The serving version's id ([`crate::GraphVersion::id`]: a hash of its files).
     pub hash: String,
     /// Whether the files as they are now compiled.
     pub status: GraphHealth,
@@ -69,6 +70,8 @@ pub struct GraphStatus {
 /// The outcome of loading and checking one graph file.
 pub(crate) struct Checked {
     pub(crate) result: Result<CompiledGraph, GraphLoadError>,
+    /// The files as loaded (`None` when the root file could not be read).
+    pub(crate) version: Option<Arc<GraphVersion>>,
     pub(crate) deps: Deps,
     pub(crate) diagnostics: Vec<Value>,
 }
@@ -152,6 +155,7 @@ pub(crate) fn check_file(
             let msg = e.to_string();
             return Checked {
                 result: Err(GraphLoadError::Io(msg.clone())),
+                version: None,
                 deps,
                 diagnostics: vec![serde_json::json!({
                     "code": "IO", "severity": "error", "message": msg, "rendered": msg,
@@ -161,6 +165,7 @@ pub(crate) fn check_file(
         }
     };
     let deps = project_deps(&project);
+    let version = Some(Arc::new(GraphVersion::of(&project)));
     let reg = registry();
     let render = |d: &Diagnostic| {
         let mut v = project.to_json(d);
@@ -174,6 +179,7 @@ pub(crate) fn check_file(
             let diagnostics = project.check(&reg).iter().map(render).collect();
             Checked {
                 result: Ok(g.with_checkpointer(checkpointer.clone())),
+                version,
                 deps,
                 diagnostics,
             }
@@ -186,6 +192,7 @@ pub(crate) fn check_file(
                     message: format!("{} has {errors} error(s)", path.display()),
                     diagnostics: diagnostics.clone(),
                 }),
+                version,
                 deps,
                 diagnostics,
             }
@@ -212,7 +219,13 @@ pub fn recheck_changed(cache: &GraphCache) -> Vec<PathBuf> {
         let rel = cache.display_name(&path);
         match checked.result {
             Ok(graph) => {
-                let version = cache.record_ok(&path, graph, checked.deps, checked.diagnostics);
+                let version = cache.record_ok(
+                    &path,
+                    graph,
+                    checked.version,
+                    checked.deps,
+                    checked.diagnostics,
+                );
                 tracing::info!(graph = %rel, version, "graph reloaded");
             }
             Err(e) => {

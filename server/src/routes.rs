@@ -1,7 +1,7 @@
 //! The HTTP endpoints.
 
 use crate::error::ApiError;
-use crate::{ActiveRun, ServerState};
+use crate::{ActiveRun, ServerState, Versioned};
 use agentgraph_runtime::checkpoint::ThreadLease;
 use agentgraph_runtime::{
     CompiledGraph, Input, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunStatus,
@@ -192,7 +192,7 @@ async fn start_run(
     };
     let modes = modes(req.stream_modes)?;
     ensure_idle(&state, &thread)?;
-    let graph = state.inner.graphs.get(&req.graph).await?;
+    let graph = state.inner.graphs.get_versioned(&req.graph).await?;
     let mut config = RunConfig::thread(thread.clone()).modes(modes);
     config.recursion_limit = req.recursion_limit;
     if let Some(c) = req.config {
@@ -225,8 +225,13 @@ async fn resume(
         })?,
     };
     // The version the thread started with, even if the file was reloaded since.
-    let graph = state.inner.graphs.pinned(&thread, &name).await?;
+    let graph = state
+        .inner
+        .graphs
+        .pinned(&state.inner.events, &thread, &name)
+        .await?;
     let snapshot = graph
+        .0
         .get_state(&thread, None)
         .await
         .map_err(run_error)?
@@ -255,7 +260,7 @@ async fn launch(
     state: &ServerState,
     thread: &str,
     graph_name: &str,
-    graph: CompiledGraph,
+    (graph, version): Versioned,
     input: Input,
     mut config: RunConfig,
 ) -> ApiResult<Response> {
@@ -313,21 +318,29 @@ async fn launch(
             },
         );
     }
+    let version_id = version.as_ref().map(|v| v.id.clone());
     if let Ok(path) = state.inner.graphs.resolve(graph_name) {
-        state.inner.graphs.pin(thread, path, graph.clone());
+        let events = &state.inner.events;
+        state
+            .inner
+            .graphs
+            .pin(events, thread, path, graph.clone(), version);
     }
     if let Err(e) = state.inner.events.set_graph(thread, graph_name) {
         tracing::warn!(thread, "cannot record the thread's graph: {e}");
     }
     let st = state.clone();
-    let (t, rid) = (thread.to_string(), run_id.clone());
+    let (t, rid, vid) = (thread.to_string(), run_id.clone(), version_id.clone());
     state
         .inner
         .tasks
-        .spawn(async move { drive(st, t, rid, graph, input, config, lease).await });
+        .spawn(async move { drive(st, t, (rid, vid), graph, input, config, lease).await });
     Ok((
         StatusCode::ACCEPTED,
-        Json(json!({ "run_id": run_id, "thread_id": thread, "graph": graph_name })),
+        Json(
+            json!({ "run_id": run_id, "thread_id": thread, "graph": graph_name,
+            "graph_version": version_id }),
+        ),
     )
         .into_response())
 }
@@ -341,7 +354,7 @@ fn envelope(seq: u64, mode: &str, data: Value) -> String {
 async fn drive(
     state: ServerState,
     thread: String,
-    run_id: String,
+    (run_id, graph_version): (String, Option<String>),
     graph: CompiledGraph,
     input: Input,
     config: RunConfig,
@@ -354,7 +367,11 @@ async fn drive(
         }
     };
     log(events.append(&thread, |seq| {
-        envelope(seq, "run", json!({ "status": "started", "run_id": run_id }))
+        envelope(
+            seq,
+            "run",
+            json!({ "status": "started", "run_id": run_id, "graph_version": graph_version }),
+        )
     }));
     log(events.set_running(&thread, Some(&run_id)).map(|()| 0));
     let mut stream = graph.stream(input, config);
@@ -396,7 +413,7 @@ async fn drive(
     log(events.set_running(&thread, None).map(|()| 0));
     if runs.get(&thread).is_some_and(|r| r.run_id == run_id) {
         if !resumable {
-            state.inner.graphs.unpin(&thread);
+            state.inner.graphs.unpin(events, &thread);
         }
         runs.remove(&thread);
     }

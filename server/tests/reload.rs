@@ -1,6 +1,7 @@
 //! Live reload: a clean edit serves the next runs while a thread started before it finishes
 //! on its version; a broken edit is reported over `GET /graphs` and the last good version
-//! keeps serving; a change to a subgraph file reloads the graph that uses it.
+//! keeps serving; a change to a subgraph file reloads the graph that uses it; a thread keeps
+//! its version across a restart (the version's files are stored with the server's events).
 
 use agentgraph_server::{serve_on, ServerConfig, ServerState, Storage};
 use eventsource_stream::Eventsource;
@@ -20,7 +21,11 @@ struct Server {
 
 impl Server {
     async fn start(dir: &Path) -> Server {
-        let config = ServerConfig::new(dir, "unused").storage(Storage::Memory);
+        Self::start_on(dir, Storage::Memory).await
+    }
+
+    async fn start_on(dir: &Path, storage: Storage) -> Server {
+        let config = ServerConfig::new(dir, "unused").storage(storage);
         assert!(config.watch, "live reload is on by default");
         let state = ServerState::new(&config).expect("state");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -323,4 +328,88 @@ async fn a_changed_subgraph_file_reloads_its_parent() {
         .await;
     assert_eq!(s.value("p3").await, "c2");
     s.stop().await;
+}
+
+/// A thread stopped at an interrupt resumes on the version it started with after the server
+/// restarts, even when the files changed and a prompt file it read is gone in the meantime;
+/// the version's files come from the server's store, and are dropped from it at a later start
+/// once no thread needs them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_thread_keeps_its_version_across_a_restart() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("g.ag");
+    let prompt = dir.path().join("p.md");
+    std::fs::write(&prompt, "Be brief.").expect("write");
+    let v1 = graph("v1").replace("  node ask", "  prompt system = file(\"p.md\")\n  node ask");
+    write(&file, &v1);
+    let storage = || Storage::Sled(db.path().to_path_buf());
+
+    let s = Server::start_on(dir.path(), storage()).await;
+    let (st, started) = s.post("/threads/t1/runs", json!({"graph": "g"})).await;
+    assert_eq!(st, 202, "{started}");
+    let v1_id = started["graph_version"].clone();
+    assert_eq!(v1_id.as_str().map(str::len), Some(32), "{started}");
+    let (_, g) = s.get("/graphs/g").await;
+    assert_eq!(
+        g["hash"], v1_id,
+        "GET /graphs shows the serving version's id"
+    );
+    let end = s.run("t2", "/threads/t2/runs", json!({"graph": "g"})).await;
+    assert_eq!(end["status"], "interrupted", "{end}");
+    s.stop().await;
+
+    // Edited and its prompt file removed while the server was down.
+    write(&file, &graph("v2"));
+    std::fs::remove_file(&prompt).expect("rm");
+
+    let s = Server::start_on(dir.path(), storage()).await;
+    let (st, resumed) = s.post("/threads/t1/resume", json!({"value": "yes"})).await;
+    assert_eq!(st, 202, "{resumed}");
+    assert_eq!(resumed["graph_version"], v1_id, "resumed on its version");
+    // Wait for the end through the log, then check what ran.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while s.value("t1").await != "v1" {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "t1 did not finish on v1: {}",
+            s.value("t1").await
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let end = s
+        .run("t2", "/threads/t2/resume", json!({"value": "yes"}))
+        .await;
+    assert_eq!(end["status"], "done", "{end}");
+    assert_eq!(s.value("t2").await, "v1");
+    // New threads, and the old ones' next runs, take the newest version.
+    let (_, g) = s.get("/graphs/g").await;
+    assert_ne!(g["hash"], v1_id);
+    for t in ["t1", "t3"] {
+        s.run(t, &format!("/threads/{t}/runs"), json!({"graph": "g"}))
+            .await;
+        let end = s
+            .run(t, &format!("/threads/{t}/resume"), json!({"value": "yes"}))
+            .await;
+        assert_eq!(end["status"], "done", "{end}");
+        assert_eq!(s.value(t).await, "v2", "{t}");
+    }
+    s.stop().await;
+
+    // No thread is pinned any more: the next start drops the stored version.
+    let events = agentgraph_server::EventStore::open(
+        &db.path().join("server-events"),
+        agentgraph_server::EventLimits {
+            events: 10,
+            bytes: 1 << 20,
+        },
+    )
+    .expect("open");
+    assert_eq!(events.version_of("t1").expect("read"), None);
+    assert_eq!(
+        events.prune_versions().expect("prune"),
+        2,
+        "v1 and v2, each stored once"
+    );
+    assert_eq!(events.prune_versions().expect("prune"), 0);
 }
