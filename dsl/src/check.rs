@@ -1259,6 +1259,20 @@ impl Checker<'_, '_> {
                 }
             }
         }
+        if !fanout.contains_key("START") {
+            self.out.push(
+                Diagnostic::error(
+                    "E0290",
+                    g.name.span,
+                    format!(
+                        "graph `{}` has no entry point: no edge leaves START",
+                        g.name.name
+                    ),
+                )
+                .label("nothing would run")
+                .help("add an edge from START to the first node, e.g. `START -> first_node`"),
+            );
+        }
         let start = idx["START"];
         let end = idx["END"];
         let mut reach = BTreeSet::new();

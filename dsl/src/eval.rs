@@ -155,7 +155,14 @@ pub fn eval(e: &Expr, scope: &Scope) -> Result<Value, EvalError> {
             match op {
                 UnOp::Not => Value::Bool(!truthy(&v)),
                 UnOp::Neg => match v {
-                    Value::Number(n) if n.is_i64() => Value::from(-n.as_i64().unwrap_or(0)),
+                    Value::Number(n) if n.is_i64() => {
+                        let x = n.as_i64().unwrap_or(0);
+                        Value::from(x.checked_neg().ok_or_else(|| {
+                            EvalError(format!(
+                                "integer overflow: -({x}) is outside the 64-bit integer range"
+                            ))
+                        })?)
+                    }
                     Value::Number(n) => num(-n.as_f64().unwrap_or(0.0)),
                     other => {
                         return Err(EvalError(format!("cannot negate a {}", type_name(&other))))
@@ -224,10 +231,10 @@ fn binary(op: BinOp, lhs: &Expr, rhs: &Expr, scope: &Scope) -> Result<Value, Eva
             (Value::Array(a), Value::Array(b)) => {
                 Value::Array(a.iter().chain(b).cloned().collect())
             }
-            (Value::Number(_), Value::Number(_)) => arith(op, &l, &r).ok_or_else(bad)?,
+            (Value::Number(_), Value::Number(_)) => arith(op, &l, &r)?.ok_or_else(bad)?,
             _ => return Err(bad()),
         },
-        BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => arith(op, &l, &r).ok_or_else(bad)?,
+        BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Rem => arith(op, &l, &r)?.ok_or_else(bad)?,
         BinOp::And | BinOp::Or => unreachable!("handled above"),
     })
 }
@@ -239,27 +246,79 @@ fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
-fn arith(op: BinOp, l: &Value, r: &Value) -> Option<Value> {
+/// Arithmetic on two numbers: `Ok(None)` when they are not both numbers, an error for an
+/// integer result outside `i64` or an integer division by zero.
+fn arith(op: BinOp, l: &Value, r: &Value) -> Result<Option<Value>, EvalError> {
     let (Value::Number(a), Value::Number(b)) = (l, r) else {
-        return None;
+        return Ok(None);
     };
     if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
-        return match op {
-            BinOp::Add => x.checked_add(y).map(Value::from),
-            BinOp::Sub => x.checked_sub(y).map(Value::from),
-            BinOp::Mul => x.checked_mul(y).map(Value::from),
-            BinOp::Div if y != 0 && x % y == 0 => Some(Value::from(x / y)),
-            BinOp::Div if y != 0 => Some(num(x as f64 / y as f64)),
-            BinOp::Rem if y != 0 => Some(Value::from(x % y)),
-            _ => None,
+        if y == 0 && matches!(op, BinOp::Div | BinOp::Rem) {
+            return Err(EvalError(format!(
+                "division by zero: {x} {} 0",
+                op.symbol()
+            )));
+        }
+        let v = match op {
+            BinOp::Add => x.checked_add(y),
+            BinOp::Sub => x.checked_sub(y),
+            BinOp::Mul => x.checked_mul(y),
+            BinOp::Div => match x.checked_rem(y) {
+                Some(0) => x.checked_div(y),
+                Some(_) => return Ok(Some(num(x as f64 / y as f64))),
+                None => None,
+            },
+            _ => x.checked_rem(y),
         };
+        return v.map(|v| Some(Value::from(v))).ok_or_else(|| {
+            EvalError(format!(
+                "integer overflow: {x} {} {y} is outside the 64-bit integer range",
+                op.symbol()
+            ))
+        });
     }
-    let (x, y) = (a.as_f64()?, b.as_f64()?);
-    Some(num(match op {
+    let (Some(x), Some(y)) = (a.as_f64(), b.as_f64()) else {
+        return Ok(None);
+    };
+    Ok(Some(num(match op {
         BinOp::Add => x + y,
         BinOp::Sub => x - y,
         BinOp::Mul => x * y,
         BinOp::Div => x / y,
         _ => x % y,
-    }))
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(src: &str) -> Result<Value, EvalError> {
+        let e = crate::parse_expr(src).unwrap_or_else(|d| panic!("{src}: {d:?}"));
+        eval(&e, &Scope::empty())
+    }
+
+    #[test]
+    fn integer_overflow_and_division_by_zero_are_errors_not_panics() {
+        for (src, want) in [
+            ("-(-9223372036854775807 - 1)", "integer overflow"),
+            ("(-9223372036854775807 - 1) % -1", "integer overflow"),
+            ("(-9223372036854775807 - 1) / -1", "integer overflow"),
+            ("9223372036854775807 + 1", "integer overflow"),
+            ("9223372036854775807 * 2", "integer overflow"),
+            ("sum([9223372036854775807, 1])", "integer overflow"),
+            ("7 / 0", "division by zero"),
+            ("7 % 0", "division by zero"),
+        ] {
+            let err = run(src).expect_err(src);
+            assert!(err.0.contains(want), "{src}: {}", err.0);
+        }
+        assert_eq!(run("7 / 2").ok(), Some(serde_json::json!(3.5)));
+        assert_eq!(run("-7 % 3").ok(), Some(serde_json::json!(-1)));
+        assert_eq!(run("-(3)").ok(), Some(serde_json::json!(-3)));
+        assert_eq!(
+            run("\"a\" - 1").map_err(|e| e.0),
+            Err("cannot apply `-` to a string and a int".into())
+        );
+    }
 }

@@ -369,7 +369,13 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
                         items
                             .iter()
                             .filter_map(Value::as_i64)
-                            .fold(0i64, i64::wrapping_add),
+                            .try_fold(0i64, i64::checked_add)
+                            .ok_or_else(|| {
+                                EvalError(
+                                    "integer overflow: the sum is outside the 64-bit integer range"
+                                        .into(),
+                                )
+                            })?,
                     )
                 } else if items.iter().all(Value::is_number) {
                     serde_json::Number::from_f64(items.iter().filter_map(Value::as_f64).sum())

@@ -319,12 +319,13 @@ impl Project {
             }
             // Reachability warnings after an error are mostly echoes of it (a line lost to a
             // syntax error, an edge to a misspelt node): report them once the errors are fixed.
+            // So is "no entry point" when a broken line held the `START ->` edge.
             let has_errors = ds
                 .iter()
                 .chain(out.iter().filter(|d| d.file == src.name))
-                .any(Diagnostic::is_error);
+                .any(|d| d.is_error() && d.code != "E0290");
             for d in ds {
-                if has_errors && matches!(d.code, "W0301" | "W0302") {
+                if has_errors && matches!(d.code, "W0301" | "W0302" | "E0290") {
                     continue;
                 }
                 out.push(in_file(d, &src.name));

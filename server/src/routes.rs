@@ -193,6 +193,11 @@ async fn start_run(
     let modes = modes(req.stream_modes)?;
     ensure_idle(&state, &thread)?;
     let graph = state.inner.graphs.get_versioned(&req.graph).await?;
+    // Input the graph's typed channels refuse is a 400 now, not a run that fails later.
+    graph
+        .0
+        .check_input(&input)
+        .map_err(|e| ApiError::bad_request("BAD_INPUT", e.to_string()))?;
     let mut config = RunConfig::thread(thread.clone()).modes(modes);
     config.recursion_limit = req.recursion_limit;
     if let Some(c) = req.config {

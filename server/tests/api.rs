@@ -205,6 +205,12 @@ async fn errors_have_codes_and_statuses() {
         (json!({"graph": "../Cargo.toml"}), 400, "BAD_GRAPH_NAME"),
         (json!({"graph": "/etc/passwd"}), 400, "BAD_GRAPH_NAME"),
         (json!({"graph": "counter", "input": [1]}), 400, "BAD_INPUT"),
+        // A typed channel refuses the value: refused before the run starts.
+        (
+            json!({"graph": "counter", "input": {"limit": "five"}}),
+            400,
+            "BAD_INPUT",
+        ),
         (
             json!({"graph": "counter", "stream_modes": ["loud"]}),
             400,
