@@ -102,6 +102,13 @@ fn run_error(e: RunError) -> ApiError {
         | RunError::NothingToResume(_)
         | RunError::CheckpointNotFound { .. }
         | RunError::Update(_) => ApiError::bad_request("BAD_INPUT", e.to_string()),
+        RunError::SchemaMismatch { .. } => ApiError::conflict(
+            "THREAD_GRAPH_MISMATCH",
+            format!(
+                "{e}; the thread's checkpoints were written by another graph (or an \
+                 incompatible version of it): pass that graph, or use a new thread id"
+            ),
+        ),
         other => ApiError::internal(other.to_string()),
     }
 }
@@ -198,6 +205,9 @@ async fn start_run(
         .0
         .check_input(&input)
         .map_err(|e| ApiError::bad_request("BAD_INPUT", e.to_string()))?;
+    // A thread holding another graph's state is refused before it is re-bound to this one
+    // (409 THREAD_GRAPH_MISMATCH); its state stays readable with its own graph.
+    graph.0.get_state(&thread, None).await.map_err(run_error)?;
     let mut config = RunConfig::thread(thread.clone()).modes(modes);
     config.recursion_limit = req.recursion_limit;
     if let Some(c) = req.config {

@@ -235,6 +235,24 @@ async fn errors_have_codes_and_statuses() {
         "{v}"
     );
 
+    // A thread of one graph is not re-bound to another: 409 before anything runs, and its
+    // state stays readable.
+    let (st, v) = s
+        .post(
+            "/threads/m1/runs",
+            json!({"graph": "counter", "input": {"limit": 2}}),
+        )
+        .await;
+    assert_eq!(st, 202, "{v}");
+    s.wait_idle("m1").await;
+    let (st, v) = s
+        .post("/threads/m1/runs", json!({"graph": "approval"}))
+        .await;
+    assert_eq!((st, error_code(&v)), (409, "THREAD_GRAPH_MISMATCH"), "{v}");
+    let (st, v) = s.get("/threads/m1/state").await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["values"]["count"], 2, "{v}");
+
     // Malformed JSON.
     let r = s
         .http
