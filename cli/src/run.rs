@@ -287,8 +287,14 @@ fn outcome(ctx: &Ctx, thread: &str, path: &Path, out: &RunOutput) -> u8 {
                 } else {
                     " --value '<json>'"
                 };
+                // The store flag only when it is not the default, so the line pastes as is.
+                let db = if ctx.db == std::path::Path::new("./.agentgraph") {
+                    String::new()
+                } else {
+                    format!(" --db {}", ctx.db.display())
+                };
                 eprintln!(
-                    "resume with: agentgraph resume {} --thread {thread}{hint}",
+                    "resume with: agentgraph resume {}{db} --thread {thread}{hint}",
                     path.display()
                 );
             }

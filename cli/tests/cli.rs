@@ -655,3 +655,30 @@ fn every_shipped_graph_is_formatted() {
         "run `agentgraph fmt` on: {unformatted:?}"
     );
 }
+
+/// The "resume with:" line pastes as is: it names the store when it is not the default.
+#[test]
+fn the_resume_hint_names_the_store() {
+    let db = tempfile::tempdir().unwrap();
+    let o = ag(
+        db.path(),
+        &[
+            "run",
+            &g("approval.ag"),
+            "--thread",
+            "h",
+            "--input",
+            r#"{"draft": "Hi"}"#,
+        ],
+    );
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    let hint = o
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("resume with:"))
+        .unwrap_or_else(|| panic!("a resume hint: {}", o.stderr));
+    assert!(
+        hint.contains(&format!("--db {} --thread h", db.path().display())),
+        "{hint}"
+    );
+}

@@ -313,6 +313,23 @@ impl Project {
                         .help("a graph file holds `graph name { … }`"),
                 );
             }
+            for g in ast.graphs.iter().skip(1) {
+                ds.push(
+                    Diagnostic::error(
+                        "E0206",
+                        g.name.span,
+                        format!(
+                            "a second graph in one file: `{}` would be ignored",
+                            g.name.name
+                        ),
+                    )
+                    .label("only a file's first graph is used")
+                    .help(format!(
+                        "move `graph {}` into a file of its own and `use` it as a subgraph",
+                        g.name.name
+                    )),
+                );
+            }
             for g in &ast.graphs {
                 check_graph(g, &ast.uses, reg, &mut ds);
                 self.check_files(g, src, &mut ds);

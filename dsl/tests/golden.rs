@@ -67,6 +67,10 @@ const CODES: &[(&str, &str)] = &[
     ),
     ("E0200", "the file declares no graph"),
     (
+        "E0206",
+        "a second graph in one file (only the first would be used)",
+    ),
+    (
         "E0201",
         "a name is defined twice, or a node uses a reserved name (START, END, `__…`)",
     ),
