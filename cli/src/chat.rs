@@ -301,13 +301,28 @@ impl Session<'_> {
             .fork_at
             .or_else(|| history.first().map(|h| h.checkpoint_id));
         let mut target = None;
+        let mut first_turn = false;
         while let Some(id) = cur {
             let Some(h) = by_id.get(&id) else { break };
             if h.source == Source::Input {
                 target = h.parent_id;
+                first_turn = target.is_none();
                 break;
             }
             cur = h.parent_id;
+        }
+        if first_turn {
+            // Before the first turn there is no checkpoint to go back to: the conversation
+            // goes on from nothing on a new thread (the old one keeps its turn).
+            let old = std::mem::replace(&mut self.thread, new_thread_id());
+            self.fork_at = None;
+            let thread = self.thread.clone();
+            self.say(
+                json!({"event": "undo", "ok": true, "thread": thread, "previous_thread": old}),
+                || format!("undone: back to an empty conversation on new thread {thread} ({old} keeps the turn)"),
+            );
+            self.show_workflow(&json!({"nodes": [], "connections": {}}));
+            return;
         }
         let Some(target) = target else {
             self.say(json!({"event": "undo", "ok": false}), || {

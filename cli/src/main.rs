@@ -127,9 +127,10 @@ enum Cmd {
         /// Only this thread.
         #[arg(long)]
         thread: Option<String>,
-        /// How many checkpoints to keep per thread and namespace.
-        #[arg(long)]
-        keep: usize,
+        /// How many checkpoints to keep per thread and namespace (at least 1: the newest
+        /// checkpoint is the thread's state).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+        keep: u64,
     },
     /// Parse and check a graph; exit 0 when there is no error.
     Check {
@@ -272,7 +273,9 @@ async fn dispatch(cli: Cli) -> u8 {
             as_node,
         } => inspect::update(&ctx, &graph, &thread, &values, as_node).await,
         Cmd::Threads => inspect::threads(&ctx).await,
-        Cmd::Prune { thread, keep } => inspect::prune(&ctx, thread, keep).await,
+        Cmd::Prune { thread, keep } => {
+            inspect::prune(&ctx, thread, usize::try_from(keep).unwrap_or(usize::MAX)).await
+        }
         Cmd::Check { graph } => graph::check(&ctx, &graph),
         Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
         Cmd::Chat { opts } => chat::chat(&ctx, opts).await,

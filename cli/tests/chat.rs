@@ -353,3 +353,21 @@ fn a_mistyped_command_is_not_sent_to_the_model() {
     let listed = String::from_utf8_lossy(&threads.stdout);
     assert!(!listed.contains("typo"), "{listed}");
 }
+
+/// `/undo` after the first turn goes back to an empty conversation on a new thread (there is
+/// no checkpoint before the first turn); the old thread keeps its turn.
+#[test]
+fn undo_of_the_first_turn_starts_an_empty_thread() {
+    need_catalogue!();
+    let db = tempfile::tempdir().unwrap();
+    let out = db.path().join("workflow.json");
+    let args = ["--thread", "first", "--out", out.to_str().unwrap()];
+    let o = session(db.path(), &args, &format!("{PROMPT}\n/undo\n"));
+    let text = stdout(&o);
+    assert!(
+        text.contains("undone: back to an empty conversation on new thread"),
+        "{text}"
+    );
+    assert!(!text.contains("nothing to undo"), "{text}");
+    assert_eq!(read_json(&out)["nodes"], serde_json::json!([]));
+}

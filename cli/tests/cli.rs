@@ -275,6 +275,15 @@ fn update_and_fork_branch_history() {
         &["history", &g("counter.ag"), "--thread", "f", "--json"],
     );
     assert_eq!(h.stdout.lines().count(), 2);
+    // Keeping none would delete the thread's state: refused.
+    let z = ag(db.path(), &["prune", "--keep", "0"]);
+    assert_eq!(z.code, 2, "{}", z.stderr);
+    assert!(z.stderr.contains("--keep"), "{}", z.stderr);
+    let h = ag(
+        db.path(),
+        &["history", &g("counter.ag"), "--thread", "f", "--json"],
+    );
+    assert_eq!(h.stdout.lines().count(), 2);
 }
 
 #[test]
