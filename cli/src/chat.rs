@@ -29,7 +29,7 @@ pub struct ChatOpts {
     #[arg(long, default_value = "single")]
     graph: String,
     /// The thread (default: a new one); an existing thread continues where it stopped.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::graph::thread_id)]
     thread: Option<String>,
     /// Write the workflow (pretty JSON) here after every turn.
     #[arg(long)]

@@ -16,6 +16,16 @@ pub struct Ctx {
     pub json: bool,
 }
 
+/// Parses a `--thread` value: the rule the server applies too
+/// ([`agentgraph_runtime::is_valid_thread_id`]).
+pub fn thread_id(s: &str) -> Result<String, String> {
+    if agentgraph_runtime::is_valid_thread_id(s) {
+        Ok(s.to_string())
+    } else {
+        Err(agentgraph_runtime::THREAD_ID_RULE.to_string())
+    }
+}
+
 /// The registry of names graphs may use in this build: the agent kinds, every std-tools tool
 /// over the node-type catalogue (`$AGENTGRAPH_N8N_CATALOGUE`, else the built-in one), the
 /// `operations` reducer and the `apply_operations` kind.

@@ -89,7 +89,7 @@ enum Cmd {
         /// The graph file.
         graph: PathBuf,
         /// The thread.
-        #[arg(long)]
+        #[arg(long, value_parser = graph::thread_id)]
         thread: String,
         /// A checkpoint id (default: the latest).
         #[arg(long)]
@@ -100,7 +100,7 @@ enum Cmd {
         /// The graph file.
         graph: PathBuf,
         /// The thread.
-        #[arg(long)]
+        #[arg(long, value_parser = graph::thread_id)]
         thread: String,
         /// At most this many.
         #[arg(long)]
@@ -111,7 +111,7 @@ enum Cmd {
         /// The graph file.
         graph: PathBuf,
         /// The thread.
-        #[arg(long)]
+        #[arg(long, value_parser = graph::thread_id)]
         thread: String,
         /// The values, a JSON object.
         #[arg(long)]
@@ -125,7 +125,7 @@ enum Cmd {
     /// Drop all but the newest N checkpoints of a thread (or of every thread).
     Prune {
         /// Only this thread.
-        #[arg(long)]
+        #[arg(long, value_parser = graph::thread_id)]
         thread: Option<String>,
         /// How many checkpoints to keep per thread and namespace (at least 1: the newest
         /// checkpoint is the thread's state).

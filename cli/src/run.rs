@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 #[derive(Args, Clone)]
 pub struct RunOpts {
     /// The thread id (run: default a new one; resume and fork: required).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::graph::thread_id)]
     thread: Option<String>,
     /// Print stream events as JSON lines: a comma-separated list of values, updates,
     /// messages, custom, debug.

@@ -691,3 +691,17 @@ fn the_resume_hint_names_the_store() {
         "{hint}"
     );
 }
+
+/// `--thread` takes the ids the server takes too.
+#[test]
+fn thread_ids_follow_the_servers_rule() {
+    let db = tempfile::tempdir().unwrap();
+    for bad in ["", "a b/é"] {
+        let o = ag(
+            db.path(),
+            &["run", &g("counter.ag"), "--thread", bad, "--json"],
+        );
+        assert_eq!(o.code, 2, "{bad:?}: {}", o.stderr);
+        assert!(o.stderr.contains("thread ids are"), "{}", o.stderr);
+    }
+}

@@ -138,6 +138,28 @@ impl TryFrom<String> for CheckpointId {
     }
 }
 
+/// What a thread id may be, for the CLI and the HTTP server alike: 1 to 128 characters among
+/// ASCII letters, digits, `_`, `.`, `:` and `-` (safe in URLs, file names and logs). The
+/// checkpointers themselves accept any string; this is the rule for ids users type.
+///
+/// ```
+/// use agentgraph_runtime::is_valid_thread_id;
+/// assert!(is_valid_thread_id("support-42:retry.1"));
+/// assert!(!is_valid_thread_id(""));
+/// assert!(!is_valid_thread_id("a b/é"));
+/// ```
+pub fn is_valid_thread_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 128
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'))
+}
+
+/// Why an id fails [`is_valid_thread_id`], in words.
+pub const THREAD_ID_RULE: &str =
+    "thread ids are 1 to 128 characters among letters, digits, `_`, `.`, `:` and `-`";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -62,7 +62,7 @@ pub use error::{GraphError, RunError};
 pub use graph::{
     CompiledGraph, GraphBuilder, NodeOptions, Route, RouteFn, Targets, DEFAULT_RECURSION_LIMIT,
 };
-pub use ids::{fnv1a64, stable_id, CheckpointId};
+pub use ids::{fnv1a64, is_valid_thread_id, stable_id, CheckpointId, THREAD_ID_RULE};
 pub use node::{node_fn, FnNode, Interrupt, Node, NodeError, TaskContext};
 pub use reducer::{
     AddMessages, Append, FnReducer, Merge, Numeric, Reducer, ReducerRegistry, Replace, Storage,

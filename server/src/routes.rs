@@ -57,17 +57,12 @@ async fn index() -> axum::response::Html<&'static str> {
 
 /// Thread ids: 1 to 128 characters among letters, digits and `_ . : -`.
 fn check_thread(id: &str) -> ApiResult<()> {
-    let ok = !id.is_empty()
-        && id.len() <= 128
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b':' | b'-'));
-    if ok {
+    if agentgraph_runtime::is_valid_thread_id(id) {
         Ok(())
     } else {
         Err(ApiError::bad_request(
             "BAD_THREAD_ID",
-            "thread ids are 1 to 128 characters among letters, digits, `_`, `.`, `:` and `-`",
+            agentgraph_runtime::THREAD_ID_RULE,
         ))
     }
 }
