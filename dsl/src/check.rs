@@ -1273,6 +1273,12 @@ impl Checker<'_, '_> {
                 .help("add an edge from START to the first node, e.g. `START -> first_node`"),
             );
         }
+        // A node without outgoing edges ends the run (warned about below): its path is done.
+        for name in self.s.nodes.keys() {
+            if !fanout.contains_key(name.as_str()) {
+                link(&mut pg, name, "END");
+            }
+        }
         let start = idx["START"];
         let end = idx["END"];
         let mut reach = BTreeSet::new();
@@ -1299,6 +1305,18 @@ impl Checker<'_, '_> {
                     .help(format!(
                         "connect it (`START -> {name}` or `some_node -> {name}`), or remove it"
                     )),
+                );
+            } else if !has_dynamic_exit.contains(name) && !fanout.contains_key(name.as_str()) {
+                // A dead end: the run stops after it (the runtime ends a run when nothing is
+                // scheduled), which is legal but usually a forgotten edge.
+                self.out.push(
+                    Diagnostic::warning(
+                        "W0302",
+                        n.name.span,
+                        format!("node `{name}` has no outgoing edge"),
+                    )
+                    .label("the run stops here without reaching END")
+                    .help(format!("say where it goes, e.g. `{name} -> END`")),
                 );
             } else if !to_end.contains(name.as_str()) && !has_dynamic_exit.contains(name) {
                 self.out.push(

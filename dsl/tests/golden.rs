@@ -152,7 +152,10 @@ const CODES: &[(&str, &str)] = &[
         "compile: a registered node factory could not build a node",
     ),
     ("W0301", "warning: a node is never reached from START"),
-    ("W0302", "warning: a node has no path to END"),
+    (
+        "W0302",
+        "warning: a node has no outgoing edge (the run stops there), or every path from it loops without reaching END",
+    ),
     (
         "W0303",
         "warning: two nodes that can run in the same step both write a replace channel",

@@ -31,7 +31,18 @@ impl KvCheckpointer<SledStore> {
             .use_compression(true)
             .compression_factor(1)
             .open()
-            .map_err(|e| CheckpointError::Backend(format!("opening {}: {e}", path.display())))?;
+            .map_err(|e| match &e {
+                // sled takes an exclusive file lock on the folder; it reports a failure to
+                // take it as an `Other` I/O error with this text.
+                sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+                    CheckpointError::Backend(format!(
+                        "opening {}: the store is in use by another process (sled allows one \
+                         process per folder); stop that process, or use another folder",
+                        path.display()
+                    ))
+                }
+                _ => CheckpointError::Backend(format!("opening {}: {e}", path.display())),
+            })?;
         let tree = db.open_tree("checkpoints").map_err(backend)?;
         Ok(KvCheckpointer::with_store(SledStore { db, tree, path }))
     }
@@ -107,5 +118,22 @@ impl KvStore for SledStore {
                 "sled flush task failed: {e}"
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_in_use_says_so() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let _first = SledCheckpointer::open(dir.path()).expect("first open");
+        let err = SledCheckpointer::open(dir.path())
+            .err()
+            .expect("sled locks the folder");
+        let msg = err.to_string();
+        assert!(msg.contains("in use by another process"), "{msg}");
+        assert!(!msg.contains("WouldBlock"), "{msg}");
     }
 }
