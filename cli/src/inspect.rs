@@ -16,8 +16,22 @@ fn parse_id(text: &str) -> Result<CheckpointId, u8> {
 /// Compiles a graph to read or edit its threads without running it: a model that cannot be
 /// built here (no provider configured) is no reason to refuse.
 fn load_for_reading(ctx: &Ctx, path: &Path) -> Result<agentgraph_runtime::CompiledGraph, u8> {
+    existing_store(ctx)?;
     agentgraph_dsl::agents::defer_model_errors();
     load_with_store(ctx, path)
+}
+
+/// Commands that read or edit threads never create a store: a mistyped `--db` is an error,
+/// not an empty store that "has no checkpoint".
+fn existing_store(ctx: &Ctx) -> Result<(), u8> {
+    if ctx.db.is_dir() {
+        return Ok(());
+    }
+    eprintln!(
+        "error: no store at {} (runs create it; pass the folder they used with --db)",
+        ctx.db.display()
+    );
+    Err(exit::USAGE)
 }
 
 /// `agentgraph state`.
@@ -119,6 +133,9 @@ pub async fn update(
 
 /// `agentgraph threads`.
 pub async fn threads(ctx: &Ctx) -> u8 {
+    if let Err(code) = existing_store(ctx) {
+        return code;
+    }
     let cp = match store(ctx) {
         Ok(c) => c,
         Err(code) => return code,
@@ -140,6 +157,9 @@ pub async fn threads(ctx: &Ctx) -> u8 {
 
 /// `agentgraph prune`.
 pub async fn prune(ctx: &Ctx, thread: Option<String>, keep: usize) -> u8 {
+    if let Err(code) = existing_store(ctx) {
+        return code;
+    }
     let cp = match store(ctx) {
         Ok(c) => c,
         Err(code) => return code,

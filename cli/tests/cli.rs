@@ -705,3 +705,29 @@ fn thread_ids_follow_the_servers_rule() {
         assert!(o.stderr.contains("thread ids are"), "{}", o.stderr);
     }
 }
+
+/// Reading commands never create a store: a mistyped `--db` is an error.
+#[test]
+fn reading_a_missing_store_is_an_error_and_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let typo = dir.path().join("agentgrph");
+    for args in [
+        vec!["threads"],
+        vec!["state", "graphs/examples/counter.ag", "--thread", "t"],
+        vec!["prune", "--keep", "1"],
+    ] {
+        let mut full = vec![];
+        for a in &args {
+            full.push(if a.ends_with(".ag") {
+                g("counter.ag")
+            } else {
+                a.to_string()
+            });
+        }
+        let refs: Vec<&str> = full.iter().map(String::as_str).collect();
+        let o = ag(&typo, &refs);
+        assert_eq!(o.code, 2, "{args:?}: {}", o.stderr);
+        assert!(o.stderr.contains("no store at"), "{}", o.stderr);
+        assert!(!typo.exists(), "{args:?} created the store");
+    }
+}
