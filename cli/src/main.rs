@@ -173,7 +173,7 @@ enum Cmd {
         #[arg(long, default_value = "graphs")]
         graphs: PathBuf,
         /// The address to listen on.
-        #[arg(long, default_value = "127.0.0.1:8080")]
+        #[arg(long, default_value = "127.0.0.1:8080", value_parser = socket_addr)]
         addr: std::net::SocketAddr,
         /// Keep checkpoints in PostgreSQL (`postgres://user:pass@host/db`) instead of the sled
         /// folder, so several servers share threads; events stay under `--db`.
@@ -368,4 +368,20 @@ async fn ctrl_c() {
     if tokio::signal::ctrl_c().await.is_err() {
         std::future::pending::<()>().await;
     }
+}
+
+/// Parses `--addr`: `IP:PORT` or `HOST:PORT` (`localhost:8080`), resolved now; an IPv4
+/// address is preferred when the name has several.
+fn socket_addr(s: &str) -> Result<std::net::SocketAddr, String> {
+    use std::net::ToSocketAddrs;
+    let addrs: Vec<std::net::SocketAddr> = s
+        .to_socket_addrs()
+        .map_err(|e| format!("`{s}` is not HOST:PORT or IP:PORT ({e})"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| format!("`{s}` resolves to no address"))
 }

@@ -38,7 +38,8 @@ fn start(graphs: &Path, db: &Path) -> Server {
         .arg("serve")
         .arg("--graphs")
         .arg(graphs)
-        .args(["--addr", "127.0.0.1:0"])
+        // A host name, as in the README's examples (resolved to 127.0.0.1).
+        .args(["--addr", "localhost:0"])
         .env_remove("RUST_LOG")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
