@@ -25,9 +25,9 @@ pub struct RunOpts {
     /// When checkpoints reach the disk: sync, async or exit.
     #[arg(long, default_value = "sync")]
     durability: String,
-    /// Maximum steps of this run.
-    #[arg(long)]
-    recursion_limit: Option<usize>,
+    /// Maximum steps of this run (at least 1).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    recursion_limit: Option<u64>,
     /// Stop before these nodes (comma-separated; `*` for all).
     #[arg(long)]
     interrupt_before: Option<String>,
@@ -56,7 +56,9 @@ fn config(opts: &RunOpts, thread: String) -> Result<(RunConfig, Option<Modes>), 
         None => None,
     };
     let mut c = RunConfig::thread(thread).durability(durability);
-    c.recursion_limit = opts.recursion_limit;
+    c.recursion_limit = opts
+        .recursion_limit
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     let list = |s: &Option<String>| {
         s.as_ref().map(|v| {
             v.split(',')

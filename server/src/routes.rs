@@ -203,6 +203,12 @@ async fn start_run(
     // A thread holding another graph's state is refused before it is re-bound to this one
     // (409 THREAD_GRAPH_MISMATCH); its state stays readable with its own graph.
     graph.0.get_state(&thread, None).await.map_err(run_error)?;
+    if req.recursion_limit == Some(0) {
+        return Err(ApiError::bad_request(
+            "BAD_REQUEST",
+            "recursion_limit must be at least 1",
+        ));
+    }
     let mut config = RunConfig::thread(thread.clone()).modes(modes);
     config.recursion_limit = req.recursion_limit;
     if let Some(c) = req.config {
@@ -222,10 +228,18 @@ async fn start_run(
 async fn resume(
     State(state): State<ServerState>,
     Path(thread): Path<String>,
+    headers: HeaderMap,
     req: Result<Json<ResumeRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
     check_thread(&thread)?;
-    let req = body(req)?;
+    // Every field is optional: a POST without a body (continuing a cancelled thread) is `{}`.
+    let no_body = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .is_none_or(|v| v.as_bytes() == b"0");
+    let req = match req {
+        Err(JsonRejection::MissingJsonContentType(_)) if no_body => ResumeRequest::default(),
+        other => body(other)?,
+    };
     let modes = modes(req.stream_modes)?;
     ensure_idle(&state, &thread)?;
     let name = match req.graph {

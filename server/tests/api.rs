@@ -253,6 +253,25 @@ async fn errors_have_codes_and_statuses() {
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["values"]["count"], 2, "{v}");
 
+    // recursion_limit 0 could never run a step.
+    let (st, v) = s
+        .post(
+            "/threads/e1/runs",
+            json!({"graph": "counter", "recursion_limit": 0}),
+        )
+        .await;
+    assert_eq!((st, error_code(&v)), (400, "BAD_REQUEST"), "{v}");
+    // Resume takes no body at all (every field is optional).
+    let r = s
+        .http
+        .post(s.url("/threads/never-ran/resume"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 404);
+    let v: Value = r.json().await.expect("json");
+    assert_eq!(error_code(&v), "THREAD_NOT_FOUND", "{v}");
+
     // Malformed JSON.
     let r = s
         .http
