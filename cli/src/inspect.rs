@@ -34,6 +34,14 @@ fn existing_store(ctx: &Ctx) -> Result<(), u8> {
     Err(exit::USAGE)
 }
 
+/// An unknown thread is bad usage (exit 2), for `state` and `history` as for `resume`.
+fn no_such_thread(thread: &str) -> u8 {
+    eprintln!(
+        "error: thread {thread:?} has no checkpoint (list threads with `agentgraph threads`)"
+    );
+    exit::USAGE
+}
+
 /// `agentgraph state`.
 pub async fn state(ctx: &Ctx, path: &Path, thread: &str, checkpoint: Option<String>) -> u8 {
     let id = match checkpoint.as_deref().map(parse_id).transpose() {
@@ -55,10 +63,7 @@ pub async fn state(ctx: &Ctx, path: &Path, thread: &str, checkpoint: Option<Stri
             }
             exit::DONE
         }
-        Ok(None) => {
-            eprintln!("error: thread {thread:?} has no checkpoint (list threads with `agentgraph threads`)");
-            exit::FAILED
-        }
+        Ok(None) => no_such_thread(thread),
         Err(e) => fail(e, exit::FAILED),
     }
 }
@@ -74,6 +79,7 @@ pub async fn history(ctx: &Ctx, path: &Path, thread: &str, limit: Option<usize>)
         ..ListQuery::default()
     };
     match graph.history(thread, q).await {
+        Ok(entries) if entries.is_empty() => no_such_thread(thread),
         Ok(entries) => {
             for h in entries {
                 if ctx.json {

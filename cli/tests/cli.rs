@@ -731,3 +731,15 @@ fn reading_a_missing_store_is_an_error_and_creates_nothing() {
         assert!(!typo.exists(), "{args:?} created the store");
     }
 }
+
+/// An unknown thread is bad usage for every command that reads one.
+#[test]
+fn an_unknown_thread_exits_2_everywhere() {
+    let db = tempfile::tempdir().unwrap();
+    let o = ag(db.path(), &["run", &g("counter.ag"), "--thread", "known"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for cmd in ["state", "history", "resume"] {
+        let o = ag(db.path(), &[cmd, &g("counter.ag"), "--thread", "unknown"]);
+        assert_eq!(o.code, 2, "{cmd}: {}", o.stderr);
+    }
+}
