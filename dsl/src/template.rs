@@ -22,7 +22,7 @@ pub enum Piece {
 
 /// Built-in filters.
 /// `trim_workflow` replaces long node parameters of an n8n workflow by a placeholder when the
-/// workflow is large (see `agentgraph_runtime::models::budget::trim_workflow_json`).
+/// workflow is large (interim: moves to the embedding application's filters).
 pub const FILTERS: &[&str] = &[
     "json",
     "upper",
@@ -89,7 +89,7 @@ pub fn filter(name: &str, v: Value) -> Result<Value, EvalError> {
         "upper" => Value::String(as_text(&v).to_uppercase()),
         "lower" => Value::String(as_text(&v).to_lowercase()),
         "trim" => Value::String(as_text(&v).trim().to_string()),
-        "trim_workflow" => agentgraph_runtime::models::budget::trim_workflow_json(&v),
+        "trim_workflow" => interim_trim_workflow(&v),
         "length" => Value::from(match &v {
             Value::Array(a) => a.len(),
             Value::Object(o) => o.len(),
@@ -130,4 +130,32 @@ pub fn render(s: &str, scope: &Scope) -> Result<String, EvalError> {
         }
     }
     Ok(out)
+}
+
+/// Interim copy of the workflow trimming until filters are registrable by the application.
+fn interim_trim_workflow(workflow: &Value) -> Value {
+    fn trim(v: &Value) -> Value {
+        match v {
+            Value::String(s) if s.chars().count() > 1000 => {
+                Value::String("<value omitted - use get_node_parameter tool>".into())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(trim).collect()),
+            Value::Object(o) => {
+                Value::Object(o.iter().map(|(k, x)| (k.clone(), trim(x))).collect())
+            }
+            other => other.clone(),
+        }
+    }
+    if agentgraph_agents::models::budget::estimate_tokens(&workflow.to_string()) <= 30_000 {
+        return workflow.clone();
+    }
+    let mut out = workflow.clone();
+    if let Some(nodes) = out.get_mut("nodes").and_then(Value::as_array_mut) {
+        for node in nodes {
+            if let Some(params) = node.get_mut("parameters") {
+                *params = trim(params);
+            }
+        }
+    }
+    out
 }

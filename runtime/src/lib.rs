@@ -35,18 +35,14 @@ mod engine;
 mod error;
 mod graph;
 mod ids;
-pub mod memory;
 pub mod messages;
-pub mod models;
 mod node;
-pub mod nodes;
 pub mod reducer;
 mod retry;
 mod schema;
 mod state;
 pub mod stream;
 mod subgraph;
-pub mod tools;
 mod update;
 mod value_type;
 

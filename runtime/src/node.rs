@@ -255,6 +255,16 @@ impl TaskContext {
         }]))
     }
 
+    /// A context for one nested call made by this task (a tool call, keyed by `key`): the same
+    /// state, stream and cancellation, its own task id (`stable_id(task id, key)`) and its own
+    /// interrupt counter, so interrupts raised by concurrent calls keep distinct, stable ids.
+    pub fn scoped(&self, key: &str) -> TaskContext {
+        let mut ctx = self.clone();
+        ctx.task_id = Arc::from(stable_id(&[&self.task_id, key]));
+        ctx.interrupt_calls = Arc::new(AtomicUsize::new(0));
+        ctx
+    }
+
     /// A context for calling a node outside a graph run (tests, tools).
     pub fn detached(state: StateView, payload: Option<Value>) -> Self {
         TaskContext {

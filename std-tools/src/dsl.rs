@@ -16,11 +16,11 @@ use crate::catalogue::Catalogue;
 use crate::general::{Calculator, HttpRequest, KnowledgeBaseFiles};
 use crate::operations::{self, ApplyOperationsNode};
 use crate::validate::{ValidateConfiguration, ValidateStructure};
+use agentgraph_agents::tools::Tool;
 use agentgraph_dsl::agents::ToolMap;
 use agentgraph_dsl::ast::{Entry, ExprKind};
 use agentgraph_dsl::registry::{EntrySpec, NodeBuild, NodeFactory};
 use agentgraph_dsl::Registry;
-use agentgraph_runtime::tools::Tool;
 use agentgraph_runtime::Node;
 use std::sync::Arc;
 

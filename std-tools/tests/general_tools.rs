@@ -2,7 +2,7 @@
 //! knowledge_base_search. Hermetic: HTTP tests talk to loopback servers only, blocked cases
 //! are refused before any connection.
 
-use agentgraph_runtime::tools::{validate_args, Tool, ToolContext, ToolError};
+use agentgraph_agents::tools::{validate_args, Tool, ToolContext, ToolError};
 use agentgraph_runtime::*;
 use agentgraph_std_tools::general::*;
 use serde_json::{json, Value};
@@ -1009,7 +1009,7 @@ fn schemas_describe_every_argument() {
 
 #[tokio::test]
 async fn tools_run_through_the_tool_executor_with_settings() {
-    use agentgraph_runtime::nodes::ToolExecutorNode;
+    use agentgraph_agents::nodes::ToolExecutorNode;
     let server = MockServer::start().await;
     Mock::given(path("/ok"))
         .respond_with(ResponseTemplate::new(200).set_body_string("fine"))

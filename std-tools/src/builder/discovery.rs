@@ -25,7 +25,7 @@
 //! ```
 
 use super::best_practices;
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};

@@ -19,7 +19,7 @@
 //! normally), and [`HttpPolicy::allow_private`] accepts private, loopback and link-local
 //! addresses — but never the metadata endpoints, which only an allowed host reaches.
 
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};

@@ -3,7 +3,7 @@
 
 use super::embeddings::{EmbedError, Embedder};
 use super::vector_store::VectorStore;
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -16,7 +16,7 @@
 use super::embeddings::{Embedder, HashEmbedder, OpenAiEmbedder};
 use super::knowledge_base::KnowledgeBaseSearch;
 use super::vector_store::{Document, VectorStore};
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
