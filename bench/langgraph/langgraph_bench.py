@@ -51,6 +51,7 @@ from langgraph.graph.message import add_messages
 from langgraph.pregel import _loop as pregel_loop
 from langgraph.types import Send
 
+sys.dont_write_bytecode = True  # no __pycache__ next to the harness in the repository
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from expected_checksums import canonical as oracle_canonical  # noqa: E402
 from expected_checksums import fnv1a64, trace_entry  # noqa: E402
