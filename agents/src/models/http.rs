@@ -11,8 +11,9 @@
 //! [`ModelError::StreamInterrupted`], which is retryable, so a node retry policy can run the
 //! whole call again.
 
-use super::{CallContext, ModelError, ModelEvent};
+use super::{CallContext, ModelError, ModelEvent, ModelRequest, ModelResponse};
 use agentgraph_runtime::{RetryOn, RetryPolicy};
+use async_trait::async_trait;
 use eventsource_stream::{Event, Eventsource};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
@@ -129,6 +130,58 @@ impl HttpClient {
             n += 1;
         }
     }
+}
+
+/// A provider whose answers stream over server-sent events: what differs between providers
+/// (endpoint, body, one attempt's request and stream parsing). [`complete_streamed`] is the
+/// rest of a `ChatModel::complete`, written once.
+#[async_trait]
+pub(crate) trait StreamingApi: Send + Sync {
+    /// The provider's name in errors and logs.
+    const PROVIDER: &'static str;
+    /// The HTTP client with its timeouts and retry policy.
+    fn http(&self) -> &HttpClient;
+    /// The configured model id (used when the answer names none).
+    fn model_id(&self) -> &str;
+    /// The endpoint the request goes to.
+    fn url(&self) -> String;
+    /// The request body for `req`.
+    fn request_body(&self, req: &ModelRequest) -> Value;
+    /// One request and its streamed answer; pieces go to `emit`.
+    async fn attempt(
+        &self,
+        url: &str,
+        body: &Value,
+        max_tokens: Option<u32>,
+        ctx: &CallContext,
+        emit: &(dyn Fn(ModelEvent) + Send + Sync),
+    ) -> Result<ModelResponse, ModelError>;
+}
+
+/// A whole completion on a [`StreamingApi`]: the body once, attempts retried by
+/// [`HttpClient::call`] while nothing was forwarded, the model id filled in.
+pub(crate) async fn complete_streamed<P: StreamingApi>(
+    api: &P,
+    req: &ModelRequest,
+    ctx: &CallContext,
+) -> Result<ModelResponse, ModelError> {
+    let body = api.request_body(req);
+    let max_tokens = body["max_tokens"]
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok());
+    let url = api.url();
+    let forwarded = Forwarded::default();
+    let emit = emitter(ctx, &forwarded);
+    let mut response = api
+        .http()
+        .call(P::PROVIDER, &ctx.cancel, &forwarded, || {
+            api.attempt(&url, &body, max_tokens, ctx, &emit)
+        })
+        .await?;
+    if response.model.is_empty() {
+        response.model = api.model_id().to_string();
+    }
+    Ok(response)
 }
 
 /// Counts the pieces of an answer forwarded to the caller during one call (see
