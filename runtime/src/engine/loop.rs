@@ -10,19 +10,18 @@ use super::apply::{check_input, Channels, WriteCheck};
 use super::changes::ChangeLog;
 use super::persist::{encode_update, Snapshot, Store};
 use super::plan::{Frontier, Site, TaskPlan};
-use super::runner::{self, Job, TaskEnd};
-use super::{Durability, Input, Resume, RunStats, RunStatus};
+use super::runner::{self, StepEnv, TaskEnd};
+use super::{Durability, Input, RunStats, RunStatus};
 use crate::checkpoint::{special, Checkpoint, Checkpointer, Source};
 use crate::error::RunError;
 use crate::graph::GraphInner;
 use crate::ids::CheckpointId;
-use crate::node::{Interrupt, NodeError, TaskContext, TaskHost};
+use crate::node::Interrupt;
 use crate::state::StateView;
-use crate::stream::{DebugEvent, Emitter, Event, EventKind, Mode, Modes};
+use crate::stream::{Emitter, Event, EventKind, Mode, Modes};
 use crate::update::{Update, END, START};
 use serde_json::{json, Map, Value};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
-use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -268,7 +267,7 @@ impl Run {
                 .map(|(k, v)| (k.clone(), v.clone())),
         );
         if let Some(r) = resume {
-            merged.extend(self.resolve_resume(r, strict)?);
+            merged.extend(self.store.resolve_resume(r, strict)?);
             let v = serde_json::to_value(&merged).unwrap_or(Value::Null);
             self.store.put_special(special::RESUME.0, v).await?;
         }
@@ -280,42 +279,6 @@ impl Run {
                 .await;
         }
         Ok(())
-    }
-
-    /// Which pending interrupts a resume value answers.
-    fn resolve_resume(&self, r: Resume, strict: bool) -> Result<BTreeMap<String, Value>, RunError> {
-        let pending = self.store.pending_interrupts();
-        let ids = || {
-            pending
-                .iter()
-                .map(|i| format!("{} ({})", i.id, i.node))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        match r {
-            Resume::Value(v) => match pending.len() {
-                0 => Err(RunError::Resume(format!(
-                    "thread {:?} has no pending interrupt to answer; resume without a value to continue",
-                    &*self.scope.thread
-                ))),
-                1 => Ok(BTreeMap::from([(pending[0].id.clone(), v)])),
-                n => Err(RunError::Resume(format!(
-                    "{n} interrupts are pending; resume with a map from interrupt id to value. Pending: {}",
-                    ids()
-                ))),
-            },
-            Resume::ById(map) => {
-                if strict {
-                    if let Some(bad) = map.keys().find(|k| !pending.iter().any(|i| &&i.id == k)) {
-                        return Err(RunError::Resume(format!(
-                            "no pending interrupt has id {bad}; pending: {}",
-                            if pending.is_empty() { "none".to_string() } else { ids() }
-                        )));
-                    }
-                }
-                Ok(map)
-            }
-        }
     }
 
     /// Applies the input as the writes of `__start__` and plans the entry nodes.
@@ -479,66 +442,23 @@ impl Run {
             .join(", ")
     }
 
-    /// Runs the step's tasks concurrently; tasks that finished in an earlier attempt of this
-    /// step (saved as pending writes) are reused.
+    /// Runs the step's tasks (see [`runner::execute`]).
     async fn execute(&mut self, step: i64, plans: &mut [TaskPlan]) -> Vec<TaskEnd> {
-        let cached = self.store.finished_tasks();
-        let snapshot = self.channels.view();
-        let host: Arc<dyn TaskHost> = self.scope.clone();
-        let mut ends: Vec<Option<TaskEnd>> = Vec::with_capacity(plans.len());
-        let mut jobs = Vec::new();
-        for (index, plan) in plans.iter_mut().enumerate() {
-            let entry = &self.graph.nodes[plan.node];
-            if let Some(update) = cached.get(plan.id.as_str()) {
-                ends.push(Some(TaskEnd::Done {
-                    update: update.clone(),
-                    cached: true,
-                }));
-                if self.emitter.enabled(Mode::Debug) {
-                    let ev = DebugEvent::TaskEnd {
-                        step,
-                        task_id: plan.id.clone(),
-                        error: None,
-                        cached: true,
-                    };
-                    self.emitter
-                        .emit(Some(&entry.name), EventKind::Debug(ev))
-                        .await;
-                }
-                continue;
-            }
-            ends.push(None);
-            self.node_counts[plan.node] += 1;
-            self.stats.tasks += 1;
-            let ctx = TaskContext {
-                state: snapshot.clone(),
-                payload: plan.payload.take(),
-                node: entry.label.clone(),
-                task_id: Arc::from(plan.id.as_str()),
-                step,
-                ns: self.ns.clone(),
-                thread_id: self.scope.thread.clone(),
-                emitter: self.emitter.clone(),
-                cancel: self.scope.cancel.clone(),
-                resume: self.resume.clone(),
-                interrupt_calls: Arc::new(AtomicUsize::new(0)),
-                host: Some(host.clone()),
-            };
-            jobs.push(Job {
-                index,
-                node: entry.node.clone(),
-                ctx,
-                options: entry.options.clone(),
-            });
-        }
-        drop(snapshot);
-        drop(cached);
-        runner::run_jobs(jobs, &mut ends).await;
-        ends.into_iter()
-            .map(|e| {
-                e.unwrap_or_else(|| TaskEnd::Failed(NodeError::fatal("task produced no result")))
-            })
-            .collect()
+        let env = StepEnv {
+            graph: &self.graph,
+            step,
+            state: self.channels.view(),
+            ns: &self.ns,
+            thread: &self.scope.thread,
+            emitter: &self.emitter,
+            cancel: &self.scope.cancel,
+            resume: &self.resume,
+            host: self.scope.clone(),
+            finished: self.store.finished_tasks(),
+        };
+        let ran = runner::execute(env, plans, &mut self.node_counts).await;
+        self.stats.tasks += ran.executed;
+        ran.ends
     }
 
     /// Applies a completed step, or saves what a step that did not complete leaves behind (as
@@ -585,15 +505,9 @@ impl Run {
                     interrupts.extend(list);
                 }
                 TaskEnd::Failed(_) | TaskEnd::Panicked(_) if failure.is_some() => {}
-                TaskEnd::Failed(e) => failure = Some(self.task_error(plan.node, step, e)),
-                TaskEnd::Panicked(message) => {
-                    failure = Some(RunError::Panicked {
-                        node: self.graph.nodes[plan.node].name.clone(),
-                        step,
-                        thread: self.scope.thread.to_string(),
-                        ns: self.ns.to_vec(),
-                        message,
-                    })
+                end => {
+                    let node = &self.graph.nodes[plan.node].name;
+                    failure = end.into_error(node, step, &self.scope.thread, &self.ns);
                 }
             }
         }
@@ -614,23 +528,6 @@ impl Run {
             interrupts,
             next: self.next_names(),
         }))
-    }
-
-    /// The run error of a task that failed.
-    fn task_error(&self, node: usize, step: i64, e: NodeError) -> RunError {
-        let (message, code) = match e {
-            NodeError::Cancelled => return RunError::Cancelled(self.scope.thread.to_string()),
-            NodeError::Failed { message, code, .. } => (message, code),
-            other => (other.to_string(), None),
-        };
-        RunError::NodeFailed {
-            node: self.graph.nodes[node].name.clone(),
-            step,
-            thread: self.scope.thread.to_string(),
-            ns: self.ns.to_vec(),
-            message,
-            code,
-        }
     }
 
     /// Applies a completed step: writes in task order, then the next tasks, then a checkpoint.

@@ -5,7 +5,7 @@
 use super::apply::Channels;
 use super::changes::ChangeLog;
 use super::plan::Frontier;
-use super::Durability;
+use super::{Durability, Resume};
 use crate::checkpoint::kv::writes_by_task;
 use crate::checkpoint::{
     special, ChannelEntry, Checkpoint, CheckpointError, Checkpointer, ListQuery, PendingWrite,
@@ -124,6 +124,46 @@ impl Store {
             .into_iter()
             .filter_map(|(task, writes)| decode_update(&writes).map(|u| (task, u)))
             .collect()
+    }
+
+    /// Which pending interrupts a resume value answers.
+    pub(super) fn resolve_resume(
+        &self,
+        r: Resume,
+        strict: bool,
+    ) -> Result<BTreeMap<String, Value>, RunError> {
+        let pending = self.pending_interrupts();
+        let ids = || {
+            pending
+                .iter()
+                .map(|i| format!("{} ({})", i.id, i.node))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match r {
+            Resume::Value(v) => match pending.len() {
+                0 => Err(RunError::Resume(format!(
+                    "thread {:?} has no pending interrupt to answer; resume without a value to continue",
+                    &*self.thread
+                ))),
+                1 => Ok(BTreeMap::from([(pending[0].id.clone(), v)])),
+                n => Err(RunError::Resume(format!(
+                    "{n} interrupts are pending; resume with a map from interrupt id to value. Pending: {}",
+                    ids()
+                ))),
+            },
+            Resume::ById(map) => {
+                if strict {
+                    if let Some(bad) = map.keys().find(|k| !pending.iter().any(|i| &&i.id == k)) {
+                        return Err(RunError::Resume(format!(
+                            "no pending interrupt has id {bad}; pending: {}",
+                            if pending.is_empty() { "none".to_string() } else { ids() }
+                        )));
+                    }
+                }
+                Ok(map)
+            }
+        }
     }
 
     /// Loads checkpoint `id` (or the newest) into `channels`; returns it with the frontier it

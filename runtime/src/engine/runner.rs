@@ -1,18 +1,25 @@
 //! Running a step's tasks: each node call with its timeout, retry policy, cancellation, panic
 //! capture and tracing span; a step's tasks run concurrently, results kept in task order.
 
-use crate::graph::NodeOptions;
-use crate::node::{Node, NodeError, TaskContext};
+use super::plan::TaskPlan;
+use crate::error::RunError;
+use crate::graph::{GraphInner, NodeOptions};
+use crate::node::{Node, NodeError, TaskContext, TaskHost};
 use crate::retry::RetryOn;
+use crate::state::StateView;
+use crate::stream::Emitter;
 use crate::stream::{DebugEvent, EventKind, Mode};
 use crate::update::Update;
 use futures::{FutureExt, StreamExt};
+use serde_json::Value;
 use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// How one task of a step ended.
@@ -36,14 +43,132 @@ impl TaskEnd {
             _ => None,
         }
     }
+
+    /// The run error of a task that failed or panicked (`None` for the others).
+    pub(super) fn into_error(
+        self,
+        node: &str,
+        step: i64,
+        thread: &str,
+        ns: &[String],
+    ) -> Option<RunError> {
+        let (message, code) = match self {
+            TaskEnd::Done { .. } | TaskEnd::Interrupted(_) => return None,
+            TaskEnd::Failed(NodeError::Cancelled) => {
+                return Some(RunError::Cancelled(thread.to_string()))
+            }
+            TaskEnd::Panicked(message) => {
+                return Some(RunError::Panicked {
+                    node: node.to_string(),
+                    step,
+                    thread: thread.to_string(),
+                    ns: ns.to_vec(),
+                    message,
+                })
+            }
+            TaskEnd::Failed(NodeError::Failed { message, code, .. }) => (message, code),
+            TaskEnd::Failed(other) => (other.to_string(), None),
+        };
+        Some(RunError::NodeFailed {
+            node: node.to_string(),
+            step,
+            thread: thread.to_string(),
+            ns: ns.to_vec(),
+            message,
+            code,
+        })
+    }
+}
+
+/// What the tasks of one step are given.
+pub(super) struct StepEnv<'a> {
+    pub graph: &'a GraphInner,
+    pub step: i64,
+    /// The state as of the step's start.
+    pub state: StateView,
+    pub ns: &'a Arc<Vec<String>>,
+    pub thread: &'a Arc<str>,
+    pub emitter: &'a Emitter,
+    pub cancel: &'a CancellationToken,
+    pub resume: &'a Arc<BTreeMap<String, Value>>,
+    pub host: Arc<dyn TaskHost>,
+    /// Updates of tasks that finished in an earlier attempt of this step, by task id.
+    pub finished: HashMap<&'a str, Update>,
+}
+
+/// How a step's tasks ended.
+pub(super) struct Ran {
+    /// One end per planned task, in task order.
+    pub ends: Vec<TaskEnd>,
+    /// Tasks that ran (reused ones excluded).
+    pub executed: u64,
+}
+
+/// Runs a step's tasks concurrently; those that finished in an earlier attempt of the step are
+/// reused. `counts` (executions per node) grows by the tasks that ran.
+pub(super) async fn execute(env: StepEnv<'_>, plans: &mut [TaskPlan], counts: &mut [u64]) -> Ran {
+    let mut ends: Vec<Option<TaskEnd>> = Vec::with_capacity(plans.len());
+    let mut jobs = Vec::new();
+    for (index, plan) in plans.iter_mut().enumerate() {
+        let entry = &env.graph.nodes[plan.node];
+        if let Some(update) = env.finished.get(plan.id.as_str()) {
+            ends.push(Some(TaskEnd::Done {
+                update: update.clone(),
+                cached: true,
+            }));
+            if env.emitter.enabled(Mode::Debug) {
+                let ev = DebugEvent::TaskEnd {
+                    step: env.step,
+                    task_id: plan.id.clone(),
+                    error: None,
+                    cached: true,
+                };
+                env.emitter
+                    .emit(Some(&entry.name), EventKind::Debug(ev))
+                    .await;
+            }
+            continue;
+        }
+        ends.push(None);
+        counts[plan.node] += 1;
+        let ctx = TaskContext {
+            state: env.state.clone(),
+            payload: plan.payload.take(),
+            node: entry.label.clone(),
+            task_id: Arc::from(plan.id.as_str()),
+            step: env.step,
+            ns: env.ns.clone(),
+            thread_id: env.thread.clone(),
+            emitter: env.emitter.clone(),
+            cancel: env.cancel.clone(),
+            resume: env.resume.clone(),
+            interrupt_calls: Arc::new(AtomicUsize::new(0)),
+            host: Some(env.host.clone()),
+        };
+        jobs.push(Job {
+            index,
+            node: entry.node.clone(),
+            ctx,
+            options: entry.options.clone(),
+        });
+    }
+    let executed = jobs.len() as u64;
+    // Only the tasks hold the snapshot now: once they end, values can be updated in place.
+    drop(env);
+    run_jobs(jobs, &mut ends).await;
+    let ends = ends
+        .into_iter()
+        .map(|e| e.unwrap_or_else(|| TaskEnd::Failed(NodeError::fatal("task produced no result"))))
+        .collect();
+    Ran { ends, executed }
 }
 
 /// A task to run: its index in the step, node, context and options.
-pub(super) struct Job {
-    pub index: usize,
-    pub node: Arc<dyn Node>,
-    pub ctx: TaskContext,
-    pub options: NodeOptions,
+struct Job {
+    index: usize,
+    node: Arc<dyn Node>,
+    ctx: TaskContext,
+    options: NodeOptions,
 }
 
 /// Why an attempt produced no update.
@@ -115,11 +240,7 @@ async fn attempt(
 }
 
 /// Runs a task to its end, retrying as its policy says.
-pub(super) async fn run_task(
-    node: Arc<dyn Node>,
-    ctx: TaskContext,
-    options: NodeOptions,
-) -> TaskEnd {
+async fn run_task(node: Arc<dyn Node>, ctx: TaskContext, options: NodeOptions) -> TaskEnd {
     let span =
         tracing::info_span!("task", node = %ctx.node, task_id = %ctx.task_id, step = ctx.step);
     async move {
@@ -203,7 +324,7 @@ pub(super) async fn run_task(
 }
 
 /// Runs the jobs concurrently and stores each end at its job's index in `ends`.
-pub(super) async fn run_jobs(mut jobs: Vec<Job>, ends: &mut [Option<TaskEnd>]) {
+async fn run_jobs(mut jobs: Vec<Job>, ends: &mut [Option<TaskEnd>]) {
     if jobs.len() == 1 {
         if let Some(j) = jobs.pop() {
             ends[j.index] = Some(run_task(j.node, j.ctx, j.options).await);
