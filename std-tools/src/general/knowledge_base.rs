@@ -3,7 +3,7 @@
 //! ways to give it documents: a store filled by the application ([`KnowledgeBaseSearch::new`]),
 //! or documents named in the tool's settings, loaded on first use
 //! ([`KnowledgeBaseSearch::from_settings`], the form graph files use; see
-//! [`super::knowledge_base_files`]).
+//! `knowledge_base_files`).
 
 use super::embeddings::{EmbedError, Embedder};
 use super::knowledge_base_files::SettingsStores;
@@ -67,7 +67,7 @@ impl KnowledgeBaseSearch {
     }
 
     /// Searches the documents its settings name (`{documents: "file.json", embedder?, model?,
-    /// top_k?}`, see [`super::knowledge_base_files`]), loaded and embedded on first use.
+    /// top_k?}`, see `knowledge_base_files`), loaded and embedded on first use.
     pub fn from_settings() -> Self {
         Self::with_documents(Documents::Settings(Arc::default()))
     }
