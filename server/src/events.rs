@@ -3,6 +3,7 @@
 
 use crate::error::ServerError;
 use crate::versions::GraphVersion;
+use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
@@ -177,18 +178,19 @@ impl EventStore {
         Ok(hub)
     }
 
-    /// Appends an event built from its id (`make(seq)` returns the JSON text), trims the ring
-    /// to its bounds and wakes live readers. Returns the id.
-    pub fn append(
-        &self,
-        thread: &str,
-        make: impl FnOnce(u64) -> String,
-    ) -> Result<u64, ServerError> {
+    /// Appends an event envelope `{ns, mode, node, data}` to the thread's log with the
+    /// thread's next id as its `seq` (any `seq` it carries, such as the runtime's per-run
+    /// numbering, is replaced: this is the one place event ids are assigned), trims the ring to
+    /// its bounds and wakes live readers. Returns the id.
+    pub fn append(&self, thread: &str, mut envelope: Value) -> Result<u64, ServerError> {
         let hub = self.hub(thread)?;
         let seq = {
             let mut ring = hub.lock();
             let seq = ring.next_seq;
-            let json: Arc<str> = Arc::from(make(seq));
+            if let Some(o) = envelope.as_object_mut() {
+                o.insert("seq".into(), Value::from(seq));
+            }
+            let json: Arc<str> = Arc::from(envelope.to_string());
             let mut removed = Vec::new();
             ring.bytes += json.len();
             ring.events.push_back(StoredEvent {
@@ -324,17 +326,17 @@ impl EventStore {
                 }
                 (None, Some(id)) => id,
             };
-            self.append(&thread, |seq| {
+            self.append(
+                &thread,
                 serde_json::json!({
-                    "seq": seq, "ns": [], "mode": "run", "node": null,
+                    "ns": [], "mode": "run", "node": null,
                     "data": {
                         "status": "interrupted",
                         "run_id": run_id,
                         "reason": "the server stopped during the run; resume the thread to continue",
                     },
-                })
-                .to_string()
-            })?;
+                }),
+            )?;
             self.set_running(&thread, None)?;
             closed.push(thread);
         }
