@@ -4,8 +4,8 @@ use crate::exit;
 use crate::graph::{json_arg, load_with_store, Ctx};
 use crate::live::LiveView;
 use agentgraph_runtime::{
-    CheckpointId, CompiledGraph, Durability, Mode, Modes, Resume, RunConfig, RunError, RunOutput,
-    RunStatus,
+    CheckpointId, CompiledGraph, Durability, Mode, Modes, Resume, RunConfig, RunError,
+    RunErrorKind, RunOutput, RunStatus,
 };
 use agentgraph_server::{open_run, OpenError, Opening};
 use clap::Args;
@@ -219,13 +219,9 @@ pub async fn fork(
 
 fn report_error(e: &RunError) -> u8 {
     eprintln!("error: {e}");
-    match e {
-        RunError::InvalidInput(_)
-        | RunError::Resume(_)
-        | RunError::NothingToResume(_)
-        | RunError::CheckpointNotFound { .. }
-        | RunError::Update(_) => exit::USAGE,
-        _ => exit::FAILED,
+    match e.kind() {
+        RunErrorKind::Caller => exit::USAGE,
+        RunErrorKind::Conflict | RunErrorKind::Cancelled | RunErrorKind::Failed => exit::FAILED,
     }
 }
 

@@ -7,6 +7,7 @@ use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// The bounds of one thread's log.
 #[derive(Debug, Clone, Copy)]
@@ -24,6 +25,20 @@ pub struct StoredEvent {
     pub seq: u64,
     /// The envelope `{seq, ns, mode, node, data}` as JSON text.
     pub json: Arc<str>,
+}
+
+/// What a replaying reader gets.
+#[derive(Debug, Clone)]
+pub enum Replayed {
+    /// The next event.
+    Event(StoredEvent),
+    /// Events `from..=to` that the bounded log no longer holds.
+    Gap {
+        /// The first missing id.
+        from: u64,
+        /// The last missing id.
+        to: u64,
+    },
 }
 
 /// One thread's log in memory.
@@ -221,6 +236,59 @@ impl EventStore {
         };
         hub.tx.send_replace(seq);
         Ok(seq)
+    }
+
+    /// The events of `thread` after id `last` (default: only new ones), then the live ones as
+    /// they are appended, until `stop` fires; ids the log dropped come as one
+    /// [`Replayed::Gap`].
+    pub fn replay(
+        &self,
+        thread: &str,
+        last: Option<u64>,
+        stop: CancellationToken,
+    ) -> Result<impl futures::Stream<Item = Replayed> + Send + 'static, ServerError> {
+        struct Reader {
+            hub: Arc<Hub>,
+            rx: watch::Receiver<u64>,
+            last: u64,
+            buf: VecDeque<StoredEvent>,
+            stop: CancellationToken,
+        }
+        let hub = self.hub(thread)?;
+        let reader = Reader {
+            rx: hub.subscribe(),
+            last: last.unwrap_or_else(|| hub.last_seq()),
+            hub,
+            buf: VecDeque::new(),
+            stop,
+        };
+        Ok(futures::stream::unfold(reader, |mut r| async move {
+            loop {
+                if let Some(e) = r.buf.pop_front() {
+                    if e.seq > r.last + 1 {
+                        let gap = Replayed::Gap {
+                            from: r.last + 1,
+                            to: e.seq - 1,
+                        };
+                        r.last = e.seq - 1;
+                        r.buf.push_front(e);
+                        return Some((gap, r));
+                    }
+                    r.last = e.seq;
+                    return Some((Replayed::Event(e), r));
+                }
+                r.rx.borrow_and_update();
+                let fresh = r.hub.after(r.last);
+                if !fresh.is_empty() {
+                    r.buf.extend(fresh);
+                    continue;
+                }
+                tokio::select! {
+                    changed = r.rx.changed() => if changed.is_err() { return None },
+                    _ = r.stop.cancelled() => return None,
+                }
+            }
+        }))
     }
 
     /// Records the graph (relative name) a thread last ran.

@@ -67,7 +67,7 @@ mod thread_run;
 mod versions;
 
 pub use error::{ApiError, ServerError};
-pub use events::{EventLimits, EventStore, StoredEvent};
+pub use events::{EventLimits, EventStore, Replayed, StoredEvent};
 pub use graphs::{GraphCache, GraphLoadError, RegistryFactory, Versioned};
 pub use pages::Page;
 pub use reload::{

@@ -1,10 +1,13 @@
 //! The HTTP endpoints.
 
 use crate::error::ApiError;
+use crate::events::Replayed;
 use crate::runs::{self, Cancelled};
 use crate::thread_run::{open_run, OpenError, OpenRun, Opening};
 use crate::{ServerState, Versioned};
-use agentgraph_runtime::{CompiledGraph, ListQuery, Mode, Modes, Resume, RunConfig, RunError};
+use agentgraph_runtime::{
+    CompiledGraph, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunErrorKind,
+};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -12,11 +15,10 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use std::collections::VecDeque;
 use std::convert::Infallible;
-use tokio_util::sync::CancellationToken;
 
 /// The router with every endpoint, over `state` (mount it in an existing axum app, or serve
 /// it with [`crate::serve_on`]).
@@ -91,21 +93,19 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
         .map_err(|r| ApiError::bad_request("BAD_QUERY", r.body_text()))
 }
 
+/// A run error as HTTP, by its kind: the caller's fault 400, another graph's thread 409,
+/// anything else 500.
 fn run_error(e: RunError) -> ApiError {
-    match e {
-        RunError::InvalidInput(_)
-        | RunError::Resume(_)
-        | RunError::NothingToResume(_)
-        | RunError::CheckpointNotFound { .. }
-        | RunError::Update(_) => ApiError::bad_request("BAD_INPUT", e.to_string()),
-        RunError::SchemaMismatch { .. } => ApiError::conflict(
+    match e.kind() {
+        RunErrorKind::Caller => ApiError::bad_request("BAD_INPUT", e.to_string()),
+        RunErrorKind::Conflict => ApiError::conflict(
             "THREAD_GRAPH_MISMATCH",
             format!(
                 "{e}; the thread's checkpoints were written by another graph (or an \
                  incompatible version of it): pass that graph, or use a new thread id"
             ),
         ),
-        other => ApiError::internal(other.to_string()),
+        RunErrorKind::Cancelled | RunErrorKind::Failed => ApiError::internal(e.to_string()),
     }
 }
 
@@ -300,54 +300,24 @@ async fn events(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
         .or(q.last_event_id);
-    let hub = state.inner.events.hub(&thread)?;
     let last = match last {
-        Some(s) if !s.trim().is_empty() => s.trim().parse::<u64>().map_err(|_| {
+        Some(s) if !s.trim().is_empty() => Some(s.trim().parse::<u64>().map_err(|_| {
             ApiError::bad_request("BAD_LAST_EVENT_ID", format!("`{s}` is not an event id"))
-        })?,
-        _ => hub.last_seq(),
+        })?),
+        _ => None,
     };
-    struct St {
-        hub: std::sync::Arc<crate::events::Hub>,
-        rx: tokio::sync::watch::Receiver<u64>,
-        last: u64,
-        buf: VecDeque<crate::StoredEvent>,
-        shutdown: CancellationToken,
-    }
-    let st = St {
-        rx: hub.subscribe(),
-        hub,
-        last,
-        buf: VecDeque::new(),
-        shutdown: state.inner.shutdown.clone(),
-    };
-    let stream = futures::stream::unfold(st, |mut st| async move {
-        loop {
-            if let Some(e) = st.buf.pop_front() {
-                if e.seq > st.last + 1 {
-                    // Events the bounded log no longer holds: say which, without an id (the
-                    // client's Last-Event-ID stays where it was until the next real event).
-                    let gap = json!({ "from": st.last + 1, "to": e.seq - 1 }).to_string();
-                    st.last = e.seq - 1;
-                    st.buf.push_front(e);
-                    let ev = SseEvent::default().event("gap").data(gap);
-                    return Some((Ok::<_, Infallible>(ev), st));
-                }
-                st.last = e.seq;
-                let ev = SseEvent::default().id(e.seq.to_string()).data(&*e.json);
-                return Some((Ok::<_, Infallible>(ev), st));
-            }
-            st.rx.borrow_and_update();
-            let fresh = st.hub.after(st.last);
-            if !fresh.is_empty() {
-                st.buf.extend(fresh);
-                continue;
-            }
-            tokio::select! {
-                r = st.rx.changed() => if r.is_err() { return None },
-                _ = st.shutdown.cancelled() => return None,
-            }
-        }
+    let replay = state
+        .inner
+        .events
+        .replay(&thread, last, state.inner.shutdown.clone())?;
+    let stream = replay.map(|item| {
+        Ok::<_, Infallible>(match item {
+            Replayed::Event(e) => SseEvent::default().id(e.seq.to_string()).data(&*e.json),
+            // Without an id: the client's Last-Event-ID stays until the next real event.
+            Replayed::Gap { from, to } => SseEvent::default()
+                .event("gap")
+                .data(json!({ "from": from, "to": to }).to_string()),
+        })
     });
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())

@@ -7,7 +7,9 @@ use crate::events::EventStore;
 use crate::thread_run::OpenRun;
 use crate::{ServerState, Versioned};
 use agentgraph_runtime::checkpoint::ThreadLease;
-use agentgraph_runtime::{CompiledGraph, Input, RunConfig, RunError, RunOutput, RunStatus};
+use agentgraph_runtime::{
+    CompiledGraph, Input, RunConfig, RunError, RunErrorKind, RunOutput, RunStatus,
+};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -226,7 +228,9 @@ fn ending(run_id: &str, finished: Result<RunOutput, RunError>) -> (Value, bool) 
                 true,
             ),
         },
-        Err(RunError::Cancelled(_)) => (json!({ "status": "cancelled", "run_id": run_id }), true),
+        Err(e) if e.kind() == RunErrorKind::Cancelled => {
+            (json!({ "status": "cancelled", "run_id": run_id }), true)
+        }
         Err(e) => (
             json!({ "status": "failed", "run_id": run_id, "error": e.to_string() }),
             false,
