@@ -1,0 +1,4 @@
+//! The benchmark harness's integration tests, one binary.
+
+mod checksums;
+mod cli;
