@@ -54,7 +54,7 @@ pub use engine::{
     Durability, HistoryEntry, Input, Resume, RunConfig, RunOutput, RunStats, RunStatus, RunStream,
     StateSnapshot,
 };
-pub use error::{GraphError, RunError};
+pub use error::{GraphError, RunError, RunErrorKind};
 pub use graph::{
     CompiledGraph, GraphBuilder, NodeOptions, Route, RouteFn, Targets, DEFAULT_RECURSION_LIMIT,
 };

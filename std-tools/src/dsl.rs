@@ -13,7 +13,7 @@
 
 use crate::builder::{workflow_tools, UpdateNodeParameters};
 use crate::catalogue::Catalogue;
-use crate::general::{Calculator, HttpRequest, KnowledgeBaseFiles};
+use crate::general::{Calculator, HttpRequest, KnowledgeBaseSearch};
 use crate::operations::{self, ApplyOperationsNode};
 use crate::validate::{ValidateConfiguration, ValidateStructure};
 use agentgraph_agents::tools::Tool;
@@ -29,7 +29,7 @@ pub fn all_tools(catalogue: Arc<Catalogue>) -> ToolMap {
     let mut list: Vec<Arc<dyn Tool>> = vec![
         Arc::new(Calculator),
         Arc::new(HttpRequest::new()),
-        Arc::new(KnowledgeBaseFiles::new()),
+        Arc::new(KnowledgeBaseSearch::from_settings()),
         Arc::new(UpdateNodeParameters::new(catalogue.clone())),
         Arc::new(ValidateStructure::new(catalogue.clone())),
         Arc::new(ValidateConfiguration::new(catalogue.clone())),

@@ -135,7 +135,7 @@ impl ChatMemory for SledMemory {
 }
 
 /// Flushes `tree` on the blocking pool (sled 0.34's `flush_async` can deadlock when called
-/// concurrently: sled issue #1308).
+/// concurrently, a known sled bug).
 async fn flush(tree: &sled::Tree) -> Result<(), MemoryError> {
     let tree = tree.clone();
     match tokio::task::spawn_blocking(move || tree.flush()).await {

@@ -408,27 +408,30 @@ impl ChatModel for AnthropicModel {
         req: &ModelRequest,
         ctx: &CallContext,
     ) -> Result<ModelResponse, ModelError> {
-        let body = self.request_body(req);
-        let max_tokens = body["max_tokens"]
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok());
-        let url = format!("{}/v1/messages", self.base_url);
-        let forwarded = http::Forwarded::default();
-        let emit = http::emitter(ctx, &forwarded);
-        let mut response = self
-            .http
-            .call(PROVIDER, &ctx.cancel, &forwarded, || {
-                self.attempt(&url, &body, max_tokens, ctx, &emit)
-            })
-            .await?;
-        if response.model.is_empty() {
-            response.model = self.model.clone();
-        }
-        Ok(response)
+        http::complete_streamed(self, req, ctx).await
     }
 }
 
-impl AnthropicModel {
+#[async_trait]
+impl http::StreamingApi for AnthropicModel {
+    const PROVIDER: &'static str = PROVIDER;
+
+    fn http(&self) -> &HttpClient {
+        &self.http
+    }
+
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    fn url(&self) -> String {
+        format!("{}/v1/messages", self.base_url)
+    }
+
+    fn request_body(&self, req: &ModelRequest) -> Value {
+        AnthropicModel::request_body(self, req)
+    }
+
     /// One request and its streamed answer.
     async fn attempt(
         &self,
