@@ -1,5 +1,5 @@
 //! Benchmark harness for the agentgraph runtime: the six workloads of
-//! `shared/bench/WORKLOADS.md` (chain, fanout, loop, wide, threads, resume), built through the
+//! `bench/WORKLOADS.md` (chain, fanout, loop, wide, threads, resume), built through the
 //! Rust API exactly as the spec describes, timed as §1.2 says, and reported as the one JSON
 //! line of §1.1 so that a script can put them next to the LangGraph harness's lines.
 //!

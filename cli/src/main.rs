@@ -148,7 +148,7 @@ enum Cmd {
     /// Validate an n8n workflow file: every structure and configuration rule, printed as
     /// `file: node "X" [CODE] severity: message`; exit 1 when there are error findings, 2 for
     /// bad input. Uses the n8n catalogue in --catalogue or $AGENTGRAPH_N8N_CATALOGUE (a
-    /// directory laid out like shared/data/n8n), else the built-in one. --json prints the
+    /// directory laid out like n8n's packages), else the built-in one. --json prints the
     /// report as JSON.
     Validate {
         /// The workflow JSON file.

@@ -3,9 +3,9 @@
 //! model: a prompt builds the "Weekly Email Summary" workflow with live tool progress, and a
 //! reload mid-run replays the missed events so every progress event shows exactly once.
 //!
-//! Its own test binary, because it sets `AGENTGRAPH_PROVIDER=scripted` for the whole process.
-//! Skips (with a printed reason) when chromium or chromedriver is not installed; `.ci/run`
-//! installs the Debian packages `chromium` and `chromium-driver`.
+//! It sets `AGENTGRAPH_PROVIDER=scripted` for the whole test process (no other server test
+//! depends on it). Skips when chromium or chromedriver is not installed (a failure under
+//! `CI=true`); `.ci/run` installs the Debian packages `chromium` and `chromium-driver`.
 
 use agentgraph_dsl::registry::{NodeBuild, NodeFactory};
 use agentgraph_n8n::{CatalogueSource, N8n, RegistryFactory, CHAT_PAGE};
@@ -20,30 +20,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const PROMPT: &str = "Every Monday, summarize my unread Gmail with AI and email me the summary";
-
-fn find_program(names: &[&str]) -> Option<PathBuf> {
-    let dirs = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default();
-    let extra = [
-        PathBuf::from("/usr/lib/chromium"),
-        PathBuf::from("/usr/bin"),
-    ];
-    names.iter().find_map(|n| {
-        dirs.iter()
-            .chain(extra.iter())
-            .map(|d| d.join(n))
-            .find(|p| p.is_file())
-    })
-}
-
-/// chromedriver and the browser binary, or why the test cannot run.
-fn browser() -> Result<(PathBuf, PathBuf), String> {
-    let driver = find_program(&["chromedriver"]).ok_or("chromedriver is not installed")?;
-    let chrome = find_program(&["chromium", "chromium-browser", "google-chrome"])
-        .ok_or("chromium is not installed")?;
-    Ok((driver, chrome))
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
@@ -346,13 +322,8 @@ async fn setup(
     tokio::sync::oneshot::Sender<()>,
     Browser,
 )> {
-    let (driver, chrome) = match browser() {
-        Ok(b) => b,
-        Err(why) => {
-            println!("skipping the browser test: {why} (apt-get install chromium chromium-driver)");
-            return None;
-        }
-    };
+    let found = agentgraph_test_support::require_browser()?;
+    let (driver, chrome) = (found.chromedriver, found.chromium);
     let root = tempfile::tempdir().expect("tempdir");
     let (base, stop) = start_server(root.path(), registry).await;
     let browser = Browser::start(&driver, &chrome).await;

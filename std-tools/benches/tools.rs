@@ -1,5 +1,6 @@
-//! Micro-benchmarks of the builder tools: search_nodes over the real catalogue (the built-in one
-//! when `../shared/data/n8n` is absent), connect_nodes, apply_operations on a 200-node workflow.
+//! Micro-benchmarks of the builder tools: search_nodes over the real catalogue
+//! (`$AGENTGRAPH_N8N_CATALOGUE`, see `scripts/fetch-n8n-catalogue.sh`; the built-in one when it is
+//! unset), connect_nodes, apply_operations on a 200-node workflow.
 
 use agentgraph_agents::tools::{Tool, ToolContext};
 use agentgraph_runtime::StateView;
@@ -16,16 +17,13 @@ use std::sync::Arc;
 const LC: &str = "@n8n/n8n-nodes-langchain";
 
 fn catalogue() -> Arc<Catalogue> {
-    let dir = std::path::Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/data/n8n"
-    ));
-    match Catalogue::load_n8n_dir(dir) {
+    let Some(dir) = std::env::var_os("AGENTGRAPH_N8N_CATALOGUE").filter(|d| !d.is_empty()) else {
+        eprintln!("AGENTGRAPH_N8N_CATALOGUE is not set; benchmarking the built-in catalogue");
+        return Arc::new(Catalogue::builtin().unwrap_or_default());
+    };
+    match Catalogue::load_n8n_dir(&dir) {
         Ok(c) => Arc::new(c),
-        Err(e) => {
-            eprintln!("real catalogue unavailable ({e}); benchmarking the built-in one");
-            Arc::new(Catalogue::builtin().unwrap_or_default())
-        }
+        Err(e) => panic!("AGENTGRAPH_N8N_CATALOGUE: {e}"),
     }
 }
 

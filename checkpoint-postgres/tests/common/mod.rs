@@ -1,6 +1,7 @@
 //! Shared test setup: the server comes from `AGENTGRAPH_TEST_POSTGRES_URL`; without it the
-//! tests skip (saying why) instead of failing, so `cargo test` works on machines without
-//! PostgreSQL. `.ci/run` starts a server and sets the variable.
+//! tests skip through `agentgraph-test-support` (recorded, and a failure under `CI=true`), so
+//! `cargo test` works on machines without PostgreSQL. `.ci/run` starts a server and sets the
+//! variable.
 
 #![allow(dead_code)]
 
@@ -8,19 +9,9 @@ use tokio_postgres::NoTls;
 
 pub const URL_VAR: &str = "AGENTGRAPH_TEST_POSTGRES_URL";
 
-/// The test server's URL, or `None` after printing why the test is skipped.
-pub fn url(test: &str) -> Option<String> {
-    match std::env::var(URL_VAR) {
-        Ok(u) if !u.trim().is_empty() => Some(u),
-        _ => {
-            eprintln!(
-                "skipping {test}: {URL_VAR} is not set (e.g. \
-                 postgres://agentgraph:agentgraph@127.0.0.1:5432/agentgraph; `bash .ci/run` \
-                 starts a server and sets it)"
-            );
-            None
-        }
-    }
+/// The test server's URL, or `None` (a recorded skip; a failure under `CI=true`).
+pub fn url() -> Option<String> {
+    agentgraph_test_support::require_postgres()
 }
 
 /// A schema name no other run uses.

@@ -1,6 +1,6 @@
 //! What the builder tests share: the scenarios of `tests/scenarios/` (a prompt, the expected
 //! node types and typed connections, one script per architecture), the real n8n catalogue
-//! (`../shared/data/n8n`; tests skip with a printed reason without it), the checks a final
+//! (`AGENTGRAPH_N8N_CATALOGUE`; without it tests skip through `agentgraph-test-support`), the checks a final
 //! workflow must pass, and running one turn of a builder graph through the CLI.
 
 #![allow(dead_code)] // each test file uses its own part of this module
@@ -33,19 +33,20 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// The real n8n catalogue's folder (`$AGENTGRAPH_N8N_CATALOGUE`); `None` records a skip of the
+/// current test.
 pub fn catalogue_dir() -> Option<PathBuf> {
-    let dir = root().join("../shared/data/n8n");
-    dir.join("n8n-nodes-base/nodes.json")
-        .exists()
-        .then_some(dir)
+    agentgraph_test_support::n8n_catalogue()
 }
 
+/// The real n8n catalogue, loaded once; `None` records a skip of the current test.
 pub fn catalogue() -> Option<Arc<Catalogue>> {
-    static C: OnceLock<Option<Arc<Catalogue>>> = OnceLock::new();
-    C.get_or_init(|| {
-        catalogue_dir().map(|d| Arc::new(Catalogue::load_n8n_dir(d).expect("the catalogue loads")))
-    })
-    .clone()
+    let dir = catalogue_dir()?;
+    static C: OnceLock<Arc<Catalogue>> = OnceLock::new();
+    Some(
+        C.get_or_init(|| Arc::new(Catalogue::load_n8n_dir(dir).expect("the catalogue loads")))
+            .clone(),
+    )
 }
 
 pub fn scenarios() -> Vec<PathBuf> {

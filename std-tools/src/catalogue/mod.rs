@@ -125,7 +125,7 @@ impl Catalogue {
         Ok(c)
     }
 
-    /// Loads both packages from a directory laid out like `shared/data/n8n`
+    /// Loads both packages from a directory laid out as `scripts/fetch-n8n-catalogue.sh` writes it
     /// (`n8n-nodes-base/nodes.json`, `n8n-nodes-langchain/nodes.json`) or like an npm
     /// `node_modules` folder (`n8n-nodes-base/dist/types/nodes.json`,
     /// `@n8n/n8n-nodes-langchain/dist/types/nodes.json`). A missing package is skipped; both

@@ -1,0 +1,316 @@
+//! The workflow builder end to end with the scripted model, through the CLI and through the
+//! Rust API, on the real n8n catalogue (`AGENTGRAPH_N8N_CATALOGUE`; the tests skip without it,
+//! and fail under `CI=true`).
+//!
+//! Each folder of `tests/scenarios/` holds one prompt: `expect.json` (the prompt, the node
+//! types and the typed connections the final workflow must have) and one script per
+//! architecture (`single.json`, `multi.json`). The final workflow must also pass every check
+//! of validate_structure and validate_configuration (no finding at all). The scenario helpers
+//! live in `scenario/mod.rs`, shared with `builder_wire.rs` (the same scenarios over the real
+//! provider wire formats).
+
+use crate::scenario;
+
+use agentgraph_runtime::{Input, RunConfig};
+use scenario::{catalogue, catalogue_dir, check, graph, human, prompt, root, scenarios};
+use serde_json::{json, Value};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// Runs one turn through the CLI with the scripted model; returns the final state.
+fn cli_turn(db: &Path, arch: &str, scripts: &Path, thread: &str, text: &str) -> Value {
+    let o = scenario::cli_turn_output(
+        db,
+        arch,
+        thread,
+        text,
+        &[
+            ("AGENTGRAPH_PROVIDER", "scripted".as_ref()),
+            ("AGENTGRAPH_SCRIPT_DIR", scripts.as_os_str()),
+        ],
+    );
+    scenario::final_state(&o, &format!("{arch} on {}", scripts.display()))
+}
+
+#[test]
+fn every_scenario_through_the_cli_on_both_architectures() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    let mut problems = Vec::new();
+    let mut ran = 0;
+    for s in scenarios() {
+        for arch in ["single", "multi"] {
+            if !s.join(format!("{arch}.json")).exists() {
+                problems.push(format!("{}: no {arch}.json", s.display()));
+                continue;
+            }
+            let db = tempfile::tempdir().unwrap();
+            let out = cli_turn(db.path(), arch, &s, "t", &prompt(&s));
+            problems.extend(check(&s, arch, &out["workflow"]));
+            ran += 1;
+        }
+    }
+    assert!(ran >= 2, "no scenario ran");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Graph compilation reads `AGENTGRAPH_SCRIPT_DIR`: tests that set it take turns.
+static ENV: Mutex<()> = Mutex::new(());
+
+/// Compiles a builder graph with the scripts of `scenario`, through the Rust API.
+fn compile(arch: &str, scripts: &Path) -> agentgraph_runtime::CompiledGraph {
+    let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("AGENTGRAPH_PROVIDER", "scripted");
+    std::env::set_var("AGENTGRAPH_SCRIPT_DIR", scripts);
+    std::env::remove_var("AGENTGRAPH_SCRIPT_STATE");
+    let mut reg = agentgraph_dsl::Registry::default();
+    agentgraph_std_tools::dsl::register(&mut reg, catalogue().unwrap());
+    let project = agentgraph_dsl::Project::load(graph(arch)).expect("the graph loads");
+    let g = project
+        .compile(&reg)
+        .unwrap_or_else(|d| panic!("{arch}: {d:?}"));
+    std::env::remove_var("AGENTGRAPH_SCRIPT_DIR");
+    g.with_checkpointer(Arc::new(agentgraph_runtime::MemoryCheckpointer::new()))
+}
+
+#[tokio::test]
+async fn every_scenario_through_the_rust_api_on_both_architectures() {
+    if catalogue().is_none() {
+        return;
+    }
+    let mut problems = Vec::new();
+    for s in scenarios() {
+        for arch in ["single", "multi"] {
+            if !s.join(format!("{arch}.json")).exists() {
+                continue;
+            }
+            let g = compile(arch, &s);
+            let thread = format!("api-{}-{arch}", s.file_name().unwrap().to_string_lossy());
+            let out = g
+                .invoke(Input::values(human(&prompt(&s))), RunConfig::thread(thread))
+                .await
+                .unwrap_or_else(|e| panic!("{}/{arch}: {e}", s.display()));
+            problems.extend(check(&s, arch, &out.values["workflow"]));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[tokio::test]
+async fn a_failing_phase_is_explained_by_the_responder() {
+    if catalogue().is_none() {
+        return;
+    }
+    // The builder's model call fails (its script answer is meant for another node): the error
+    // boundary catches it, the coordination log records it, and the responder answers.
+    let fixture = root().join("cli/tests/fixtures/phase-error");
+    let g = compile("multi", &fixture);
+    let out = g
+        .invoke(
+            Input::values(human("Every Monday, summarize my unread Gmail")),
+            RunConfig::thread("phase-error"),
+        )
+        .await
+        .expect("the run ends normally despite the failed phase");
+    let state = g.get_state("phase-error", None).await.unwrap().unwrap();
+    let log = state.values["coordination_log"].clone();
+    let entries = log.as_array().unwrap();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["phase"] == "builder" && e["status"] == "error"),
+        "{log}"
+    );
+    assert_eq!(state.values["error"]["node"], "builder");
+    let messages = out.values["messages"].as_array().unwrap();
+    let answer = messages.last().unwrap();
+    assert_eq!(answer["type"], "ai");
+    assert!(answer["content"]
+        .as_str()
+        .unwrap()
+        .contains("builder step failed"));
+    // Nothing half-built leaked into the workflow.
+    assert_eq!(out.values["workflow"]["nodes"], json!([]));
+}
+
+#[tokio::test]
+async fn both_architectures_share_one_state_schema() {
+    if catalogue().is_none() {
+        return;
+    }
+    let dir = root().join("tests/scenarios/weekly-email-summary");
+    let single = compile("single", &dir);
+    let multi = compile("multi", &dir);
+    assert_eq!(single.schema().version(), multi.schema().version());
+    // One thread: a turn with the single agent, then one with the multi-agent graph, which
+    // sees the first turn's messages and workflow.
+    let store = Arc::new(agentgraph_runtime::MemoryCheckpointer::new());
+    let single = single.with_checkpointer(store.clone());
+    let multi = multi.with_checkpointer(store);
+    single
+        .invoke(
+            Input::values(human(&prompt(&dir))),
+            RunConfig::thread("swap"),
+        )
+        .await
+        .unwrap();
+    let before = single
+        .get_state("swap", None)
+        .await
+        .unwrap()
+        .unwrap()
+        .values;
+    assert_eq!(before["workflow"]["nodes"].as_array().unwrap().len(), 6);
+    let state = multi.get_state("swap", None).await.unwrap().unwrap();
+    assert_eq!(state.values["workflow"], before["workflow"]);
+    assert_eq!(state.values["messages"], before["messages"]);
+}
+
+#[tokio::test]
+async fn discovery_without_results_is_reminded_then_explained_and_the_log_is_per_turn() {
+    if catalogue().is_none() {
+        return;
+    }
+    // The discovery agent answers three times without submitting (once, then after each of
+    // the two reminders): the phase logs an error, the builder is skipped, the responder
+    // explains (its script answer only matches a request holding that log entry).
+    let fixture = root().join("cli/tests/fixtures/discovery-unsubmitted");
+    let g = compile("multi", &fixture);
+    let thread = "discovery-unsubmitted";
+    let out = g
+        .invoke(
+            Input::values(human("Every Monday, summarize my unread Gmail")),
+            RunConfig::thread(thread),
+        )
+        .await
+        .expect("the run ends normally");
+    let state = g.get_state(thread, None).await.unwrap().unwrap();
+    let log = state.values["coordination_log"].clone();
+    let phases: Vec<(&str, &str)> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["phase"].as_str().unwrap_or("?"),
+                e["status"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(phases, [("discovery", "error")], "{log}");
+    assert_eq!(out.values["workflow"]["nodes"], json!([]));
+    let answer = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(answer["content"]
+        .as_str()
+        .unwrap()
+        .contains("Discovery did not finish"));
+    // The next turn starts a fresh coordination log.
+    let out = g
+        .invoke(
+            Input::values(human("What did you do?")),
+            RunConfig::thread(thread),
+        )
+        .await
+        .expect("second turn");
+    let state = g.get_state(thread, None).await.unwrap().unwrap();
+    assert_eq!(state.values["coordination_log"], json!([]));
+    let answer = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(answer["content"], "(test) Second turn.");
+}
+
+#[tokio::test]
+async fn a_builder_that_never_validates_cleanly_ends_in_error() {
+    if catalogue().is_none() {
+        return;
+    }
+    // The builder stops without validating (reminded), validates an empty workflow (invalid:
+    // no trigger), then keeps stopping (reminded to fix, up to three reminders in all): the
+    // phase logs an error with the validation result instead of "completed".
+    let fixture = root().join("cli/tests/fixtures/builder-unvalidated");
+    let g = compile("multi", &fixture);
+    let out = g
+        .invoke(
+            Input::values(human("Every Monday, summarize my unread Gmail")),
+            RunConfig::thread("builder-unvalidated"),
+        )
+        .await
+        .expect("the run ends normally");
+    let state = g
+        .get_state("builder-unvalidated", None)
+        .await
+        .unwrap()
+        .unwrap();
+    let log = state.values["coordination_log"].as_array().unwrap().clone();
+    let builder = log
+        .iter()
+        .find(|e| e["phase"] == "builder")
+        .expect("a builder entry");
+    assert_eq!(builder["status"], "error", "{log:?}");
+    let summary = builder["summary"].as_str().unwrap();
+    assert!(summary.contains("status=\"invalid\""), "{summary}");
+    assert!(summary.contains("NO_TRIGGER"), "{summary}");
+    let answer = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(answer["content"]
+        .as_str()
+        .unwrap()
+        .contains("not valid yet"));
+}
+
+#[tokio::test]
+async fn the_workflow_context_reaches_the_model_and_long_parameters_are_trimmed() {
+    if catalogue().is_none() {
+        return;
+    }
+    // A workflow with large Code nodes (over the prompt budget) and an execution schema from
+    // the caller: the agent's request holds the schema (its only script answer matches on
+    // it), and the code is replaced by the get_node_parameter placeholder.
+    let fixture = root().join("cli/tests/fixtures/workflow-context");
+    let g = compile("single", &fixture);
+    // Three Code nodes of 28 000 characters: each readable (the cap is 30 000), together over
+    // the 30 000-token budget of the prompt, so they are trimmed there.
+    let code = format!("const a = 1;\n{}", "// padding\n".repeat(2_330));
+    let nodes: Vec<Value> = (1..=3)
+        .map(|i| {
+            json!({"id": i.to_string(), "name": format!("Code{i}"), "type": "n8n-nodes-base.code",
+                   "typeVersion": 2, "position": [i * 220, 0], "parameters": {"jsCode": code}})
+        })
+        .collect();
+    let workflow = json!({"name": "Big", "connections": {}, "nodes": nodes});
+    let mut input = human("What fields does the trigger give me?");
+    input["workflow"] = workflow;
+    input["workflow_context"] = json!({"execution_schema": [{"nodeName": "Trigger", "schema": {"customer_email_field": "string"}}]});
+    let out = g
+        .invoke(Input::values(input), RunConfig::thread("workflow-context"))
+        .await
+        .expect("both script answers matched: the schema and the placeholder were in the prompt");
+    let messages = out.values["messages"].as_array().unwrap();
+    assert_eq!(
+        messages.last().unwrap()["content"],
+        "(test) I can see the execution schema and read the code."
+    );
+    // The tool still reads the full value.
+    let read = messages
+        .iter()
+        .find(|m| m["type"] == "tool")
+        .expect("the get_node_parameter result");
+    assert!(
+        read["content"].to_string().contains("const a = 1;"),
+        "{read}"
+    );
+}

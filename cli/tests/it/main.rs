@@ -1,0 +1,19 @@
+//! The `agentgraph` command's integration tests, one binary: each former test file is a module.
+//! `tests/scenario/` (the builder scenarios) and `tests/wire/` (the provider wire formats) are
+//! helpers shared by the builder modules; fixtures stay in `tests/chat/`, `tests/fixtures/`.
+
+#[path = "../scenario/mod.rs"]
+mod scenario;
+#[path = "../wire/mod.rs"]
+mod wire;
+
+mod builder;
+mod builder_wire;
+mod chat;
+mod cli;
+mod demo_session;
+mod react_agent;
+mod serve_postgres;
+mod serve_signals;
+mod snapshots;
+mod validate;

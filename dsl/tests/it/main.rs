@@ -1,0 +1,10 @@
+//! The DSL's integration tests, one binary: each former test file is a module. Fixtures stay in
+//! `tests/fixtures/` (`ok/`, `err/`) and `tests/viz/`.
+
+mod ast_snapshots;
+mod examples;
+mod fmt;
+mod golden;
+mod parse_smoke;
+mod robustness;
+mod viz;

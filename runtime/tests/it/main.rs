@@ -1,0 +1,16 @@
+//! The runtime's integration tests, one binary: each former test file is a module; helpers shared
+//! by several of them live in `tests/common/`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod checkpointer_conformance;
+mod engine_basics;
+mod engine_interrupts;
+mod engine_persistence;
+mod engine_streaming;
+mod engine_subgraphs;
+mod reducer_index;
+mod reducer_props;
+mod send_sync;
+mod smoke;

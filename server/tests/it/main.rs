@@ -1,0 +1,8 @@
+//! The HTTP server's integration tests, one binary: each former test file is a module. The
+//! graphs they serve are in `tests/graphs/`.
+
+mod agent;
+mod api;
+mod reload;
+mod snapshots;
+mod tool_confirm;
