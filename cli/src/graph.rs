@@ -94,13 +94,12 @@ fn load_project(path: &Path) -> Result<Project, u8> {
 pub fn load(path: &Path, json: bool) -> Result<CompiledGraph, u8> {
     let project = load_project(path)?;
     let reg = registry();
-    match project.compile(&reg) {
-        Ok(g) => {
-            let warnings = project.check(&reg);
-            if !warnings.is_empty() && !json {
-                print_diagnostics(&project, &warnings, false);
+    match project.check_and_compile(&reg) {
+        Ok(compiled) => {
+            if !compiled.warnings.is_empty() && !json {
+                print_diagnostics(&project, &compiled.warnings, false);
             }
-            Ok(g)
+            Ok(compiled.graph)
         }
         Err(diags) => {
             // In JSON mode stdout is for results: diagnostics go to stderr as JSON.
