@@ -1,6 +1,7 @@
 //! Filters and functions an embedding application registers: the checker knows them, compiled
 //! graphs call them, and unregistered ones are still refused.
 
+use agentgraph_dsl::diagnostic::codes;
 use agentgraph_dsl::extensions::Function;
 use agentgraph_dsl::types::Ty;
 use agentgraph_dsl::{Project, Registry};
@@ -71,14 +72,14 @@ async fn registered_filters_and_functions_check_and_run() {
 
 #[test]
 fn without_registration_they_are_unknown() {
-    let codes: Vec<&str> = project(GRAPH)
+    let found: Vec<&str> = project(GRAPH)
         .check(&Registry::default())
         .iter()
         .map(|d| d.code)
         .collect();
     assert_eq!(
-        codes,
-        ["E0233", "E0231"],
+        found,
+        [codes::BAD_TEMPLATE.id, codes::BAD_CALL.id],
         "unknown filter, unknown function"
     );
 }
@@ -98,8 +99,8 @@ fn registered_functions_have_their_arity_and_type_checked() {
     assert_eq!(
         found,
         [
-            ("E0231", "`twice` takes 1 argument(s), got 2"),
-            ("E0232", "`s` is a string, this is an int"),
+            (codes::BAD_CALL.id, "`twice` takes 1 argument(s), got 2"),
+            (codes::TYPE_MISMATCH.id, "`s` is a string, this is an int"),
         ]
     );
 }

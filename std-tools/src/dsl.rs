@@ -85,6 +85,7 @@ impl NodeFactory for ApplyOperationsFactory {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentgraph_dsl::diagnostic::codes::BAD_TEMPLATE;
     use agentgraph_dsl::Project;
     use agentgraph_runtime::{Input, RunConfig};
     use serde_json::{json, Value};
@@ -121,7 +122,7 @@ mod tests {
             .iter()
             .map(|d| d.code)
             .collect();
-        assert_eq!(codes, ["E0233"], "unknown to the language core");
+        assert_eq!(codes, [BAD_TEMPLATE.id], "unknown to the language core");
         assert_eq!(project().check(&registry()), Vec::new());
     }
 
