@@ -3,8 +3,9 @@
 
 mod common;
 
+use agentgraph_checkpoint_conformance as conformance;
 use agentgraph_postgres::{PostgresCheckpointer, PostgresError, PostgresOptions};
-use agentgraph_runtime::checkpoint::{conformance, Checkpointer};
+use agentgraph_runtime::checkpoint::Checkpointer;
 use futures::FutureExt;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicUsize, Ordering};

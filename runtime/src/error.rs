@@ -60,6 +60,20 @@ pub enum RunError {
         /// The node's error code, if any.
         code: Option<String>,
     },
+    /// A node panicked (after its retries, if its policy retries any failure).
+    #[error("node `{node}` panicked at step {step} of thread {thread:?}: {message}")]
+    Panicked {
+        /// The node.
+        node: String,
+        /// The step.
+        step: i64,
+        /// The thread.
+        thread: String,
+        /// Subgraph path of the node.
+        ns: Vec<String>,
+        /// The panic's message.
+        message: String,
+    },
     /// Two writes to a `replace` channel in one step.
     #[error("channel `{channel}` got two values in step {step}: `{first_writer}` wrote {first_value} and `{second_writer}` wrote {second_value}; give the channel a reducer (e.g. `reduce append`) or let only one node write it per step")]
     ConflictingWrites {
@@ -173,4 +187,187 @@ pub enum RunError {
     /// The checkpoint store failed.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+}
+
+/// What kind of failure a [`RunError`] is: the one mapping interfaces use to turn run errors
+/// into exit codes and HTTP statuses.
+///
+/// | kind | errors | CLI exit | HTTP |
+/// |---|---|---|---|
+/// | `Caller` | `InvalidInput`, `Resume`, `NothingToResume`, `CheckpointNotFound`, `Update` | 2 | 400 |
+/// | `Conflict` | `SchemaMismatch` | 1 | 409 |
+/// | `Cancelled` | `Cancelled` | 1 | run status `cancelled` |
+/// | `Failed` | every other error (nodes, panics, writes, routes, limits, the store) | 1 | 500 |
+///
+/// A run stopped at an interrupt is not an error: it ends with
+/// [`crate::RunStatus::Interrupted`] (CLI exit 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunErrorKind {
+    /// The caller asked for something the thread cannot do: bad input, a resume that answers
+    /// no pending interrupt, an unknown thread or checkpoint, an ambiguous state update.
+    Caller,
+    /// The thread's checkpoints belong to another graph (or an incompatible version of it).
+    Conflict,
+    /// The run was cancelled; its last checkpoint is kept and the thread can be resumed.
+    Cancelled,
+    /// The run failed: a node, a panic, a write, a route, the recursion limit, a missing
+    /// checkpointer or the store.
+    Failed,
+}
+
+impl RunError {
+    /// What kind of failure this is (see [`RunErrorKind`] for the table).
+    pub fn kind(&self) -> RunErrorKind {
+        match self {
+            RunError::InvalidInput(_)
+            | RunError::Resume(_)
+            | RunError::NothingToResume(_)
+            | RunError::CheckpointNotFound { .. }
+            | RunError::Update(_) => RunErrorKind::Caller,
+            RunError::SchemaMismatch { .. } => RunErrorKind::Conflict,
+            RunError::Cancelled(_) => RunErrorKind::Cancelled,
+            RunError::NodeFailed { .. }
+            | RunError::Panicked { .. }
+            | RunError::ConflictingWrites { .. }
+            | RunError::TypeMismatch { .. }
+            | RunError::UnknownChannel { .. }
+            | RunError::Reducer { .. }
+            | RunError::UnknownTarget { .. }
+            | RunError::RecursionLimit { .. }
+            | RunError::NoCheckpointer(_)
+            | RunError::Checkpoint(_) => RunErrorKind::Failed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s() -> String {
+        "x".to_string()
+    }
+
+    #[test]
+    fn every_error_has_its_kind() {
+        use RunErrorKind::*;
+        let cases: Vec<(RunError, RunErrorKind)> = vec![
+            (RunError::InvalidInput(s()), Caller),
+            (RunError::Resume(s()), Caller),
+            (RunError::NothingToResume(s()), Caller),
+            (
+                RunError::CheckpointNotFound {
+                    thread: s(),
+                    id: CheckpointId::after(None),
+                },
+                Caller,
+            ),
+            (RunError::Update(s()), Caller),
+            (
+                RunError::SchemaMismatch {
+                    thread: s(),
+                    stored: s(),
+                    current: s(),
+                },
+                Conflict,
+            ),
+            (RunError::Cancelled(s()), Cancelled),
+            (
+                RunError::NodeFailed {
+                    node: s(),
+                    step: 1,
+                    thread: s(),
+                    ns: Vec::new(),
+                    message: s(),
+                    code: None,
+                },
+                Failed,
+            ),
+            (
+                RunError::Panicked {
+                    node: s(),
+                    step: 1,
+                    thread: s(),
+                    ns: Vec::new(),
+                    message: s(),
+                },
+                Failed,
+            ),
+            (
+                RunError::ConflictingWrites {
+                    channel: s(),
+                    step: 1,
+                    first_writer: s(),
+                    first_value: s(),
+                    second_writer: s(),
+                    second_value: s(),
+                },
+                Failed,
+            ),
+            (
+                RunError::TypeMismatch {
+                    node: s(),
+                    channel: s(),
+                    ty: s(),
+                    value: s(),
+                    detail: s(),
+                },
+                Failed,
+            ),
+            (
+                RunError::UnknownChannel {
+                    node: s(),
+                    channel: s(),
+                    known: s(),
+                },
+                Failed,
+            ),
+            (
+                RunError::Reducer {
+                    node: s(),
+                    channel: s(),
+                    reducer: s(),
+                    message: s(),
+                },
+                Failed,
+            ),
+            (
+                RunError::UnknownTarget {
+                    from: s(),
+                    target: s(),
+                    known: s(),
+                },
+                Failed,
+            ),
+            (
+                RunError::RecursionLimit {
+                    limit: 1,
+                    thread: s(),
+                    nodes: s(),
+                },
+                Failed,
+            ),
+            (RunError::NoCheckpointer("resuming"), Failed),
+            (RunError::Checkpoint(CheckpointError::Backend(s())), Failed),
+        ];
+        for (e, kind) in cases {
+            assert_eq!(e.kind(), kind, "{e:?}");
+        }
+    }
+
+    #[test]
+    fn a_panic_names_the_node_and_its_message() {
+        let e = RunError::Panicked {
+            node: "p".into(),
+            step: 3,
+            thread: "t".into(),
+            ns: Vec::new(),
+            message: "kaboom".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            r#"node `p` panicked at step 3 of thread "t": kaboom"#
+        );
+    }
 }

@@ -35,18 +35,14 @@ mod engine;
 mod error;
 mod graph;
 mod ids;
-pub mod memory;
 pub mod messages;
-pub mod models;
 mod node;
-pub mod nodes;
 pub mod reducer;
 mod retry;
 mod schema;
 mod state;
 pub mod stream;
 mod subgraph;
-pub mod tools;
 mod update;
 mod value_type;
 
@@ -58,7 +54,7 @@ pub use engine::{
     Durability, HistoryEntry, Input, Resume, RunConfig, RunOutput, RunStats, RunStatus, RunStream,
     StateSnapshot,
 };
-pub use error::{GraphError, RunError};
+pub use error::{GraphError, RunError, RunErrorKind};
 pub use graph::{
     CompiledGraph, GraphBuilder, NodeOptions, Route, RouteFn, Targets, DEFAULT_RECURSION_LIMIT,
 };

@@ -3,6 +3,7 @@
 use crate::ids::stable_id;
 use crate::state::StateView;
 use crate::stream::{Emitter, EventKind, Mode};
+use crate::subgraph::Subgraph;
 use crate::update::Update;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -127,6 +128,19 @@ where
     Arc::new(FnNode(f))
 }
 
+/// The run a task belongs to, as the task sees it: the handle through which nodes reach the
+/// engine (implemented by it), so that nodes never depend on its internals.
+#[async_trait]
+pub(crate) trait TaskHost: Send + Sync {
+    /// The run's id.
+    fn run_id(&self) -> &str;
+    /// The run's settings ([`crate::RunConfig::configurable`]).
+    fn configurable(&self) -> &serde_json::Map<String, Value>;
+    /// Runs `sub` as a child of the task `ctx`: in the task's namespace, with the run's store,
+    /// thread and cancellation token.
+    async fn run_subgraph(&self, sub: &Subgraph, ctx: TaskContext) -> Result<Update, NodeError>;
+}
+
 /// Everything a task can see and do.
 #[derive(Clone)]
 pub struct TaskContext {
@@ -141,7 +155,8 @@ pub struct TaskContext {
     pub(crate) cancel: CancellationToken,
     pub(crate) resume: Arc<BTreeMap<String, Value>>,
     pub(crate) interrupt_calls: Arc<AtomicUsize>,
-    pub(crate) run: Option<Arc<crate::engine::RunShared>>,
+    /// The run executing the task (`None` outside a run).
+    pub(crate) host: Option<Arc<dyn TaskHost>>,
 }
 
 impl TaskContext {
@@ -189,15 +204,15 @@ impl TaskContext {
 
     /// The id of the current run (a fresh uuid per invoke/stream call; empty outside a run).
     pub fn run_id(&self) -> &str {
-        self.run.as_ref().map(|r| &*r.run_id).unwrap_or("")
+        self.host.as_ref().map_or("", |h| h.run_id())
     }
 
     /// The run's settings ([`crate::RunConfig::configurable`]); empty outside a run.
     pub fn configurable(&self) -> &serde_json::Map<String, Value> {
         static EMPTY: std::sync::OnceLock<serde_json::Map<String, Value>> =
             std::sync::OnceLock::new();
-        match &self.run {
-            Some(run) => &run.configurable,
+        match &self.host {
+            Some(host) => host.configurable(),
             None => EMPTY.get_or_init(serde_json::Map::new),
         }
     }
@@ -255,6 +270,16 @@ impl TaskContext {
         }]))
     }
 
+    /// A context for one nested call made by this task (a tool call, keyed by `key`): the same
+    /// state, stream and cancellation, its own task id (`stable_id(task id, key)`) and its own
+    /// interrupt counter, so interrupts raised by concurrent calls keep distinct, stable ids.
+    pub fn scoped(&self, key: &str) -> TaskContext {
+        let mut ctx = self.clone();
+        ctx.task_id = Arc::from(stable_id(&[&self.task_id, key]));
+        ctx.interrupt_calls = Arc::new(AtomicUsize::new(0));
+        ctx
+    }
+
     /// A context for calling a node outside a graph run (tests, tools).
     pub fn detached(state: StateView, payload: Option<Value>) -> Self {
         TaskContext {
@@ -269,7 +294,7 @@ impl TaskContext {
             cancel: CancellationToken::new(),
             resume: Arc::new(BTreeMap::new()),
             interrupt_calls: Arc::new(AtomicUsize::new(0)),
-            run: None,
+            host: None,
         }
     }
 }

@@ -85,6 +85,10 @@ impl Subgraph {
 #[async_trait]
 impl Node for Subgraph {
     async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
-        crate::engine::run_subgraph(self, ctx).await
+        let host = match &ctx.host {
+            Some(host) => host.clone(),
+            None => CompiledGraph::detached_host(&ctx),
+        };
+        host.run_subgraph(self, ctx).await
     }
 }

@@ -1,9 +1,10 @@
 //! Runs the shared checkpointer conformance suite against every built-in backend, plus the
 //! sled-only durability check.
 
+use agentgraph_checkpoint_conformance as conformance;
 use agentgraph_runtime::checkpoint::{
-    conformance, ChannelEntry, Checkpoint, Checkpointer, ListQuery, MemoryCheckpointer,
-    PendingTask, SledCheckpointer, Source,
+    ChannelEntry, Checkpoint, Checkpointer, ListQuery, MemoryCheckpointer, PendingTask,
+    SledCheckpointer, Source,
 };
 use agentgraph_runtime::CheckpointId;
 use serde_json::{json, Map};

@@ -207,3 +207,148 @@ async fn a_panicking_node_fails_the_run_cleanly() {
     let err = run_err(&g).await;
     assert!(err.to_string().contains("kaboom"), "{err}");
 }
+
+#[tokio::test]
+async fn a_panic_is_its_own_error_and_the_thread_keeps_the_step() {
+    let g = log_graph("panic")
+        .node("ok", logger("ok"))
+        .node("p", node_fn(|_| async { panic!("kaboom") }))
+        .edge(START, "ok")
+        .edge(START, "p")
+        .compile()
+        .unwrap()
+        .with_checkpointer(memory());
+    let err = g
+        .invoke(values(json!({})), RunConfig::thread("t"))
+        .await
+        .unwrap_err();
+    match &err {
+        RunError::Panicked {
+            node,
+            step,
+            thread,
+            message,
+            ..
+        } => {
+            assert_eq!(node, "p");
+            assert_eq!(*step, 1);
+            assert_eq!(thread, "t");
+            assert_eq!(message, "kaboom");
+        }
+        other => panic!("expected a panic error, got {other:?}"),
+    }
+    assert_eq!(err.kind(), RunErrorKind::Failed);
+    assert_eq!(
+        err.to_string(),
+        r#"node `p` panicked at step 1 of thread "t": kaboom"#
+    );
+    // Nothing of the step was applied; it runs again on continue (and panics again).
+    let s = state_of(&g, "t").await;
+    assert_eq!(s.values["log"], json!([]));
+    assert_eq!(s.next, ["ok", "p"]);
+    let again = g
+        .invoke(Input::Continue, RunConfig::thread("t"))
+        .await
+        .unwrap_err();
+    assert!(matches!(again, RunError::Panicked { .. }), "{again}");
+}
+
+#[tokio::test]
+async fn a_panic_is_retried_only_when_the_policy_retries_any_failure() {
+    let policy = |retry_on| RetryPolicy {
+        max_attempts: 3,
+        initial_interval: Duration::from_millis(1),
+        jitter: false,
+        retry_on,
+        ..RetryPolicy::default()
+    };
+    for (retry_on, attempts) in [(RetryOn::Transient, 1), (RetryOn::Any, 3)] {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let g = log_graph("panic-retry")
+            .node_with(
+                "p",
+                counting(calls.clone(), |_, _| async { panic!("kaboom") }),
+                NodeOptions {
+                    retry: Some(policy(retry_on)),
+                    ..Default::default()
+                },
+            )
+            .edge(START, "p")
+            .compile()
+            .unwrap();
+        let err = run_err(&g).await;
+        assert!(matches!(err, RunError::Panicked { .. }), "{err}");
+        assert_eq!(calls.load(Ordering::SeqCst), attempts);
+    }
+}
+
+#[tokio::test]
+async fn a_catching_node_catches_a_panic_as_an_error_write() {
+    let g = log_graph("panic-catch")
+        .channel(ChannelSpec::new("error", ValueType::Json))
+        .node_with(
+            "p",
+            node_fn(|_| async { panic!("kaboom") }),
+            NodeOptions {
+                catch: Some("error".into()),
+                ..Default::default()
+            },
+        )
+        .edge(START, "p")
+        .compile()
+        .unwrap();
+    let out = run(&g).await;
+    assert_eq!(
+        out.values["error"],
+        json!({"node": "p", "code": null, "message": "node panicked: kaboom"})
+    );
+}
+
+#[tokio::test]
+async fn run_errors_have_the_kind_interfaces_map() {
+    let g = logged_chain("kinds", &["a", "b"])
+        .interrupt_before("b")
+        .compile()
+        .unwrap()
+        .with_checkpointer(memory());
+    let caller = g
+        .invoke(values(json!({"nope": 1})), RunConfig::thread("k"))
+        .await
+        .unwrap_err();
+    assert!(matches!(caller, RunError::InvalidInput(_)), "{caller}");
+    assert_eq!(caller.kind(), RunErrorKind::Caller);
+    let nothing = g
+        .invoke(Input::Continue, RunConfig::thread("unknown"))
+        .await
+        .unwrap_err();
+    assert_eq!(nothing.kind(), RunErrorKind::Caller);
+    run_on(&g, "k").await;
+    let no_interrupt = resume_err(&g, "k", json!("yes")).await;
+    assert!(
+        matches!(no_interrupt, RunError::Resume(_)),
+        "{no_interrupt}"
+    );
+    assert_eq!(no_interrupt.kind(), RunErrorKind::Caller);
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let cancelled = g
+        .invoke(Input::Continue, RunConfig::thread("k").cancel_with(cancel))
+        .await
+        .unwrap_err();
+    assert_eq!(cancelled.kind(), RunErrorKind::Cancelled);
+    // Another graph (one more channel) on the same thread: a conflict, not a failure.
+    let other = logged_chain("kinds", &["a", "b"])
+        .channel(int("n"))
+        .compile()
+        .unwrap()
+        .with_checkpointer(g.checkpointer().unwrap().clone());
+    let conflict = other
+        .invoke(Input::Continue, RunConfig::thread("k"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(conflict, RunError::SchemaMismatch { .. }),
+        "{conflict}"
+    );
+    assert_eq!(conflict.kind(), RunErrorKind::Conflict);
+}

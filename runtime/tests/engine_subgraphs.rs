@@ -177,3 +177,43 @@ async fn explicit_mapping_in_and_out() {
         .unwrap();
     assert_eq!(out.values["summary"], json!("HI"));
 }
+
+#[tokio::test]
+async fn a_panic_inside_a_subgraph_fails_its_node_with_the_panic() {
+    let inner = log_graph("inner")
+        .node("boom", node_fn(|_| async { panic!("kaboom") }))
+        .edge(START, "boom")
+        .compile()
+        .unwrap();
+    let g = log_graph("outer")
+        .subgraph("sub", Subgraph::new(inner))
+        .edge(START, "sub")
+        .compile()
+        .unwrap();
+    let err = run_err(&g).await;
+    match &err {
+        RunError::NodeFailed { node, message, .. } => {
+            assert_eq!(node, "sub");
+            assert!(message.contains("`boom` panicked"), "{message}");
+            assert!(message.contains("kaboom"), "{message}");
+        }
+        other => panic!("expected the subgraph node to fail, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_subgraph_node_runs_outside_a_graph_run() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let sub = Subgraph::new(child(runs.clone()));
+    let ctx = TaskContext::detached(StateView::from_object(json!({"log": ["x"]})), None);
+    let update = sub.run(ctx).await.unwrap();
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // Only the keys the child wrote, as its own writes.
+    assert_eq!(
+        update.writes,
+        vec![
+            ("log".to_string(), json!(["c1"])),
+            ("log".to_string(), json!(["c2"]))
+        ]
+    );
+}

@@ -2,8 +2,8 @@
 //! the tool's question as an interrupt, `POST /resume` with the answer runs the tool again with
 //! it, and the run ends. A "no" leaves the nodes alone.
 
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_dsl::Registry;
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_server::{serve_on, ServerConfig, ServerState, Storage};
 use async_trait::async_trait;
 use serde_json::{json, Value};

@@ -1,7 +1,7 @@
 //! Micro-benchmarks of the builder tools: search_nodes over the real catalogue (the built-in one
 //! when `../shared/data/n8n` is absent), connect_nodes, apply_operations on a 200-node workflow.
 
-use agentgraph_runtime::tools::{Tool, ToolContext};
+use agentgraph_agents::tools::{Tool, ToolContext};
 use agentgraph_runtime::StateView;
 use agentgraph_std_tools::builder::{ConnectNodes, SearchNodes};
 use agentgraph_std_tools::catalogue::Catalogue;

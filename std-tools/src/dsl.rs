@@ -13,13 +13,13 @@
 
 use crate::builder::{workflow_tools, UpdateNodeParameters};
 use crate::catalogue::Catalogue;
-use crate::general::{Calculator, HttpRequest, KnowledgeBaseFiles};
+use crate::general::{Calculator, HttpRequest, KnowledgeBaseSearch};
 use crate::operations::{self, ApplyOperationsNode};
 use crate::validate::{ValidateConfiguration, ValidateStructure};
+use agentgraph_agents::tools::Tool;
 use agentgraph_dsl::agents::ToolMap;
 use agentgraph_dsl::registry::{EntrySpec, NodeBuild, NodeFactory};
 use agentgraph_dsl::Registry;
-use agentgraph_runtime::tools::Tool;
 use agentgraph_runtime::Node;
 use std::sync::Arc;
 
@@ -28,7 +28,7 @@ pub fn all_tools(catalogue: Arc<Catalogue>) -> ToolMap {
     let mut list: Vec<Arc<dyn Tool>> = vec![
         Arc::new(Calculator),
         Arc::new(HttpRequest::new()),
-        Arc::new(KnowledgeBaseFiles::new()),
+        Arc::new(KnowledgeBaseSearch::from_settings()),
         Arc::new(UpdateNodeParameters::new(catalogue.clone())),
         Arc::new(ValidateStructure::new(catalogue.clone())),
         Arc::new(ValidateConfiguration::new(catalogue.clone())),
@@ -49,7 +49,7 @@ pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
     reg.register_filter(
         "trim_workflow",
         "a large workflow with long node parameters replaced by a placeholder",
-        |v| Ok(agentgraph_runtime::models::budget::trim_workflow_json(v)),
+        |v| Ok(crate::workflow::trim::trim_workflow_json(v)),
     );
     reg.register_kind(
         "apply_operations",
@@ -140,7 +140,7 @@ mod tests {
             .expect("runs");
         let shown = out.values["shown"].as_str().unwrap_or_default();
         assert!(
-            shown.contains(agentgraph_runtime::models::budget::OMITTED),
+            shown.contains(crate::workflow::trim::OMITTED),
             "{shown:.200}"
         );
         assert!(shown.contains("\"mode\": \"all\""), "{shown:.200}");

@@ -1,6 +1,6 @@
 //! `get_best_practices` (technique documents) and `submit_discovery_results`.
 
-use agentgraph_runtime::tools::{validate_args, Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{validate_args, Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_runtime::StateView;
 use agentgraph_std_tools::builder::best_practices::{self, technique_ids};
 use agentgraph_std_tools::builder::discovery::{looks_like_full_type, validate};

@@ -1,7 +1,7 @@
 //! The workflow-builder tools: happy paths, every error code, connection inference on the real
 //! n8n catalogue (when `../shared/data/n8n` is present) and an end-to-end build.
 
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_runtime::StateView;
 use agentgraph_std_tools::builder::state::codes;
 use agentgraph_std_tools::builder::{
@@ -61,7 +61,7 @@ impl Session {
     }
 
     async fn call(&self, tool: &dyn Tool, args: Value) -> Result<ToolOutput, ToolError> {
-        agentgraph_runtime::tools::validate_args(&tool.input_schema(), &args)
+        agentgraph_agents::tools::validate_args(&tool.input_schema(), &args)
             .map_err(|e| ToolError::new("SCHEMA", format!("{e:?}")))?;
         tool.call(args, &self.ctx()).await
     }

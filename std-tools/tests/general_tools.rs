@@ -2,7 +2,7 @@
 //! knowledge_base_search. Hermetic: HTTP tests talk to loopback servers only, blocked cases
 //! are refused before any connection.
 
-use agentgraph_runtime::tools::{validate_args, Tool, ToolContext, ToolError};
+use agentgraph_agents::tools::{validate_args, Tool, ToolContext, ToolError};
 use agentgraph_runtime::*;
 use agentgraph_std_tools::general::*;
 use serde_json::{json, Value};
@@ -729,7 +729,8 @@ async fn knowledge_base_search_tool() {
         assert_eq!(code(call(&tool, args, &ctx).await), "INVALID_ARGUMENTS");
     }
     // A store built with another embedder.
-    let other = KnowledgeBaseSearch::new(tool.store().clone(), Arc::new(HashEmbedder::new(8)));
+    let store = tool.store().expect("an application store").clone();
+    let other = KnowledgeBaseSearch::new(store, Arc::new(HashEmbedder::new(8)));
     assert_eq!(
         code(call(&other, json!({"query": "x"}), &ctx).await),
         "STORE_MISMATCH"
@@ -882,7 +883,7 @@ async fn openai_embedder_errors() {
 
 #[tokio::test]
 async fn knowledge_base_files_configuration_errors_are_coded() {
-    let tool = KnowledgeBaseFiles::new();
+    let tool = KnowledgeBaseSearch::from_settings();
     let args = json!({"query": "refunds"});
     // No settings at all, then settings of the wrong shape.
     let e = call(&tool, args.clone(), &ctx().await).await.unwrap_err();
@@ -1009,7 +1010,7 @@ fn schemas_describe_every_argument() {
 
 #[tokio::test]
 async fn tools_run_through_the_tool_executor_with_settings() {
-    use agentgraph_runtime::nodes::ToolExecutorNode;
+    use agentgraph_agents::nodes::ToolExecutorNode;
     let server = MockServer::start().await;
     Mock::given(path("/ok"))
         .respond_with(ResponseTemplate::new(200).set_body_string("fine"))

@@ -1,11 +1,11 @@
 //! `update_node_parameters`: happy paths, post-processing, the request sent to the model and
 //! every error code, with scripted and recording models.
 
-use agentgraph_runtime::models::scripted::ScriptedModel;
-use agentgraph_runtime::models::{
+use agentgraph_agents::models::scripted::ScriptedModel;
+use agentgraph_agents::models::{
     CallContext, ChatModel, ModelError, ModelRequest, ModelResponse, ToolCall, ToolChoice,
 };
-use agentgraph_runtime::tools::{validate_args, Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{validate_args, Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_runtime::StateView;
 use agentgraph_std_tools::builder::update_parameters::{answer_schema, TOOL_NAME};
 use agentgraph_std_tools::builder::UpdateNodeParameters;

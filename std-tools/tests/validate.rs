@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
-use agentgraph_runtime::tools::{Tool, ToolContext};
+use agentgraph_agents::tools::{Tool, ToolContext};
 use agentgraph_runtime::StateView;
 use agentgraph_std_tools::catalogue::{Catalogue, NodeTypeDescription};
 use agentgraph_std_tools::validate::{

@@ -10,7 +10,7 @@
 //! `window` (optional) keeps the last N messages; `ttl` is in seconds. The session is the run
 //! setting `session_id` (CLI: `--session`), else the thread id.
 
-use agentgraph_runtime::memory::{
+use agentgraph_agents::memory::{
     BufferMemory, ChatMemory, MemoryError, RedisMemory, SledMemory, WindowMemory,
 };
 use async_trait::async_trait;

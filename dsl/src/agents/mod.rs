@@ -23,10 +23,10 @@
 use crate::ast::{Expr, ExprKind, ModelDecl};
 use crate::eval::Scope;
 use crate::registry::{EntrySpec, NodeBuild, NodeFactory, Registry};
-use agentgraph_runtime::models::ToolChoice;
-use agentgraph_runtime::nodes::ToolExecutorNode;
-use agentgraph_runtime::nodes::{AgentOutputNode, CompactNode, LlmNode, OutputFormat};
-use agentgraph_runtime::tools::Tool;
+use agentgraph_agents::models::ToolChoice;
+use agentgraph_agents::nodes::ToolExecutorNode;
+use agentgraph_agents::nodes::{AgentOutputNode, CompactNode, LlmNode, OutputFormat};
+use agentgraph_agents::tools::Tool;
 use agentgraph_runtime::{Node, NodeError};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -89,8 +89,10 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::value("summary"),
             EntrySpec::value("threshold"),
             EntrySpec::value("keep_last"),
+            EntrySpec::value("instructions"),
         ],
-        "summarizes a long conversation (always, or over a token threshold)",
+        "summarizes a long conversation (always, or over a token threshold); `instructions` \
+         (a prompt or a string) tells the summarizing model what to keep",
         Arc::new(CompactFactory),
     );
     reg.register_kind(
@@ -108,7 +110,7 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
         reg.providers.insert(p.to_string());
     }
     reg.reducers
-        .register(Arc::new(agentgraph_runtime::nodes::UsageSum));
+        .register(Arc::new(agentgraph_agents::nodes::UsageSum));
 }
 
 pub(crate) use crate::registry::node_build::constant as const_value;
@@ -274,13 +276,7 @@ impl NodeFactory for ToolExecutorFactory {
 /// The model a node's `model` entry names, built, with its declaration.
 fn model_of<'a>(
     b: &NodeBuild<'a>,
-) -> Result<
-    (
-        Arc<dyn agentgraph_runtime::models::ChatModel>,
-        &'a ModelDecl,
-    ),
-    String,
-> {
+) -> Result<(Arc<dyn agentgraph_agents::models::ChatModel>, &'a ModelDecl), String> {
     let model_name = b.channel("model").ok_or("`model` names a model block")?;
     let decl = b
         .model(model_name)
@@ -310,6 +306,16 @@ impl NodeFactory for CompactFactory {
         node.threshold_tokens = usize_entry(b, "threshold")?;
         if let Some(k) = usize_entry(b, "keep_last")? {
             node.keep_last = k;
+        }
+        if let Some(e) = b.expr("instructions") {
+            node.instructions = Some(match &e.kind {
+                ExprKind::Name { name } => b
+                    .prompt(&name.name)
+                    .map(str::to_owned)
+                    .ok_or_else(|| format!("prompt `{}` is not declared", name.name))?,
+                ExprKind::Str { lit } => lit.value.clone(),
+                _ => return Err("`instructions` is a prompt name or a string".into()),
+            });
         }
         Ok(Arc::new(node))
     }

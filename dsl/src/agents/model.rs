@@ -24,11 +24,11 @@
 
 use super::const_value;
 use crate::ast::ModelDecl;
-use agentgraph_runtime::models::anthropic::AnthropicModel;
-use agentgraph_runtime::models::openai::OpenAiModel;
-use agentgraph_runtime::models::scripted::ScriptedModel;
-use agentgraph_runtime::models::{CallContext, ModelRequest, ModelResponse};
-use agentgraph_runtime::models::{ChatModel, ModelError, Pricing};
+use agentgraph_agents::models::anthropic::AnthropicModel;
+use agentgraph_agents::models::openai::OpenAiModel;
+use agentgraph_agents::models::scripted::ScriptedModel;
+use agentgraph_agents::models::{CallContext, ModelRequest, ModelResponse};
+use agentgraph_agents::models::{ChatModel, ModelError, Pricing};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::path::Path;

@@ -5,9 +5,9 @@
 //! cargo run -p agentgraph-examples --bin embed_dsl
 //! ```
 
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_dsl::{Project, Registry};
 use agentgraph_runtime::reducer::{FnReducer, ReducerError};
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_runtime::{EventKind, Input, MemoryCheckpointer, Modes, RunConfig};
 use async_trait::async_trait;
 use serde_json::{json, Value};

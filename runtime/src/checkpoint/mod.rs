@@ -12,8 +12,6 @@ mod memory;
 mod sled_store;
 mod thread_locks;
 
-pub mod conformance;
-
 pub use kv::{AsyncKvStore, KvCheckpointer, KvStore, KvVisitor};
 pub use memory::{MemoryCheckpointer, MemoryStore};
 pub use sled_store::{SledCheckpointer, SledStore};
@@ -235,8 +233,8 @@ pub enum CheckpointError {
     },
 }
 
-/// Where checkpoints are kept. One conformance suite ([`conformance`]) runs against every
-/// implementation.
+/// Where checkpoints are kept. One conformance suite (the `agentgraph-checkpoint-conformance`
+/// crate) runs against every implementation.
 #[async_trait]
 pub trait Checkpointer: Send + Sync + 'static {
     /// Saves a checkpoint with the blobs of the channels it changed (atomically).

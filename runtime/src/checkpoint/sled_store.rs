@@ -108,8 +108,8 @@ impl KvStore for SledStore {
     }
 
     async fn flush(&self) -> Result<(), CheckpointError> {
-        // Not `flush_async`: in sled 0.34 concurrent `flush_async` calls can deadlock (sled
-        // issue #1308, fixed only on its unreleased main branch), which stalled a server
+        // Not `flush_async`: in sled 0.34 concurrent `flush_async` calls can deadlock (a known
+        // sled bug, fixed only on its unreleased main branch), which stalled a server
         // running many threads at once. A blocking flush on the blocking pool is safe.
         let tree = self.tree.clone();
         match tokio::task::spawn_blocking(move || tree.flush()).await {

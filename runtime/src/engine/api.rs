@@ -1,16 +1,17 @@
 //! The public face of a compiled graph: invoke, stream, state, history, update, fork, threads.
 
-use super::{interrupts_of, Run, RunShared, TaskPlan};
+use super::persist::interrupts_of;
+use super::r#loop::{Run, RunScope};
 use crate::checkpoint::{ListQuery, PruneStats, Source};
 use crate::error::RunError;
 use crate::graph::CompiledGraph;
 use crate::ids::CheckpointId;
 use crate::node::Interrupt;
 use crate::stream::{Emitter, Event, Modes};
-use crate::update::{Update, END, START};
+use crate::update::START;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -314,8 +315,8 @@ impl futures::Stream for RunStream {
 }
 
 impl CompiledGraph {
-    fn shared(&self, config: &RunConfig) -> Arc<RunShared> {
-        Arc::new(RunShared {
+    fn shared(&self, config: &RunConfig) -> Arc<RunScope> {
+        Arc::new(RunScope {
             checkpointer: self.checkpointer.clone(),
             thread: Arc::from(config.thread_id.as_str()),
             durability: config.durability,
@@ -370,16 +371,23 @@ impl CompiledGraph {
         let span = tracing::info_span!("run", graph = %self.inner.name, thread = %config.thread_id, run_id = %shared.run_id);
         async move {
             let mut run = Run::new(self.inner.clone(), shared, Vec::new(), Emitter::disabled());
-            if let Some(b) = &config.interrupt_before {
-                run.interrupt_before = self.resolve_nodes(b)?;
+            let before = config
+                .interrupt_before
+                .as_deref()
+                .map(|b| self.resolve_nodes(b))
+                .transpose()?;
+            let after = config
+                .interrupt_after
+                .as_deref()
+                .map(|a| self.resolve_nodes(a))
+                .transpose()?;
+            run.set_breakpoints(before, after);
+            if config.checkpoint_id.is_some() {
+                run.request_fork();
             }
-            if let Some(a) = &config.interrupt_after {
-                run.interrupt_after = self.resolve_nodes(a)?;
-            }
-            run.fork_requested = config.checkpoint_id.is_some();
             let loaded = run.load(config.checkpoint_id).await?;
             if let Some(tx) = tx {
-                run.emitter = Emitter::new(config.modes, tx, run.event_seq);
+                run.stream_to(config.modes, tx);
             }
             let result = async {
                 run.begin(input, loaded.as_ref(), true).await?;
@@ -392,8 +400,8 @@ impl CompiledGraph {
             Ok(RunOutput {
                 values: run.output(),
                 status,
-                checkpoint_id: self.checkpointer.as_ref().and(run.parent),
-                stats: run.stats,
+                checkpoint_id: self.checkpointer.as_ref().and(run.checkpoint_id()),
+                stats: run.stats(),
             })
         }
         .instrument(span)
@@ -503,36 +511,17 @@ impl CompiledGraph {
                 )))
             }
         };
-        run.step = c.step + 1;
-        run.pending.clear();
-        let chans = run.apply_writes(&as_node, writes, &mut HashMap::new(), run.step)?;
-        match as_node.as_str() {
-            END | "END" => run.next.clear(),
-            START | "START" => run.plan_start()?,
-            name => {
-                let node = *self.inner.node_index.get(name).ok_or_else(|| {
-                    RunError::Update(format!(
-                        "as_node `{name}` is not a node; nodes: {}",
-                        self.inner.known_nodes()
-                    ))
-                })?;
-                let plan = TaskPlan {
-                    node,
-                    payload: None,
-                    id: String::new(),
-                };
-                run.plan_next(&[plan], &mut [(Update::new(), false)])?;
-            }
-        }
-        let names: Vec<String> = chans
-            .iter()
-            .map(|&i| self.inner.schema.channels[i].name.clone())
-            .collect();
-        let mut meta = Map::new();
-        meta.insert("writes".into(), serde_json::json!({ as_node: names }));
-        run.save(Source::Update, None, meta).await?;
+        run.update_as(&c, &as_node, writes).await?;
         run.finish_storage().await?;
-        run.parent.ok_or(RunError::NoCheckpointer("update_state"))
+        run.checkpoint_id()
+            .ok_or(RunError::NoCheckpointer("update_state"))
+    }
+
+    /// Checks a run input as a run would, before anything is written: an object (or null)
+    /// naming only input channels, each value of its channel's type (for servers that want to
+    /// answer 400 instead of starting a run that fails).
+    pub fn check_input(&self, input: &Value) -> Result<(), RunError> {
+        super::apply::check_input(&self.inner, input)
     }
 
     /// Every thread of the checkpointer.

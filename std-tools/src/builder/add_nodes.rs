@@ -14,7 +14,7 @@ use super::state::{
 use crate::catalogue::Catalogue;
 use crate::operations::Operation;
 use crate::workflow::WorkflowNode;
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;

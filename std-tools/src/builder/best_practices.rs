@@ -7,7 +7,7 @@
 //! fetches the documents for the techniques it recognises in the user's request; the tool
 //! returns one `<best_practices technique="…">` block per technique.
 
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 

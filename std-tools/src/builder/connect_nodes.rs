@@ -19,7 +19,7 @@ use super::state::{
 use crate::catalogue::{Catalogue, Ports};
 use crate::operations::Operation;
 use crate::workflow::{Connection, Connections, Workflow, WorkflowNode, MAIN};
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;

@@ -8,7 +8,7 @@
 
 use super::state::{codes, current_workflow, find_node, req_str};
 use crate::catalogue::Catalogue;
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;

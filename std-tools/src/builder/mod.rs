@@ -42,7 +42,7 @@ pub use search_nodes::SearchNodes;
 /// submit_discovery_results (its node types checked against the catalogue).
 pub fn workflow_tools(
     catalogue: std::sync::Arc<crate::catalogue::Catalogue>,
-) -> Vec<std::sync::Arc<dyn agentgraph_runtime::tools::Tool>> {
+) -> Vec<std::sync::Arc<dyn agentgraph_agents::tools::Tool>> {
     use std::sync::Arc;
     let checker = catalogue.clone();
     vec![

@@ -22,7 +22,7 @@
 use super::search_nodes::format_version;
 use super::state::{codes, did_you_mean, req_str};
 use crate::catalogue::{Catalogue, NodeProperty, NodeTypeDescription, PortsSpec};
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use std::fmt::Write as _;

@@ -11,7 +11,7 @@ use super::state::{
 use crate::catalogue::Catalogue;
 use crate::operations::Operation;
 use crate::workflow::{Connection, Edge};
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::sync::Arc;

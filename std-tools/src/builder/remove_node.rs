@@ -8,7 +8,7 @@ use super::state::{current_workflow, find_node, node_key, output_with_operations
 use crate::catalogue::Catalogue;
 use crate::operations::Operation;
 use crate::workflow::{Edge, Workflow};
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::sync::Arc;

@@ -17,7 +17,7 @@
 
 use super::state::{codes, req_str};
 use crate::catalogue::{Catalogue, Port, Ports, SearchHit};
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::fmt::Write as _;

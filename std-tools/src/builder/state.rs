@@ -9,7 +9,7 @@
 use crate::catalogue::{Catalogue, NodeTypeDescription, Ports};
 use crate::operations::Operation;
 use crate::workflow::{Workflow, WorkflowNode};
-use agentgraph_runtime::tools::{ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{ToolContext, ToolError, ToolOutput};
 use serde_json::Value;
 
 /// Default channel holding the workflow JSON.

@@ -59,11 +59,11 @@ pub use prompts::{guides_for, property_definitions, Guide, MAX_DEFINITION_CHARS}
 
 use crate::catalogue::Catalogue;
 use crate::operations::{apply_operations, parse_operations, Operation};
+use crate::workflow::trim::trim_workflow_json;
 use crate::workflow::{Workflow, WorkflowNode};
-use agentgraph_runtime::models::budget::trim_workflow_json;
-use agentgraph_runtime::models::structured::{complete_structured, StructuredError};
-use agentgraph_runtime::models::{CallContext, ModelRequest, SystemPart};
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::models::structured::{complete_structured, StructuredError};
+use agentgraph_agents::models::{CallContext, ModelRequest, SystemPart};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;

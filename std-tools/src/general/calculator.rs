@@ -16,7 +16,7 @@
 //! `round` (optionally with a number of decimals), `floor`, `ceil`, `min`, `max`, `ln`,
 //! `log10`, `log2`, `sin`, `cos`, `tan`, `exp` (angles in radians).
 
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 

@@ -2,7 +2,7 @@
 //! OpenAI-compatible `POST {base_url}/embeddings`) and [`HashEmbedder`] (a deterministic hashed
 //! bag of words for tests and offline use).
 
-use agentgraph_runtime::tools::ToolError;
+use agentgraph_agents::tools::ToolError;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};

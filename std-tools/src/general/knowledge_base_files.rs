@@ -1,5 +1,5 @@
-//! `knowledge_base_search` over documents named in the tool's settings, loaded and embedded on
-//! first use: the form graph files use.
+//! The documents of `knowledge_base_search` named in the tool's settings, loaded and embedded
+//! on first use ([`super::KnowledgeBaseSearch::from_settings`]): the form graph files use.
 //!
 //! ```text
 //! node tools: tool_executor {
@@ -14,10 +14,9 @@
 //! `OPENAI_API_KEY`/`OPENAI_BASE_URL`), `model` (for `openai`), `top_k` (default hits).
 
 use super::embeddings::{Embedder, HashEmbedder, OpenAiEmbedder};
-use super::knowledge_base::KnowledgeBaseSearch;
+use super::knowledge_base::Loaded;
 use super::vector_store::{Document, VectorStore};
-use agentgraph_runtime::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use async_trait::async_trait;
+use agentgraph_agents::tools::ToolError;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -38,20 +37,25 @@ struct Settings {
     base_dir: Option<String>,
 }
 
-/// The `knowledge_base_search` tool reading its documents from its settings (see the module
-/// docs). Each distinct settings value is loaded once and kept.
+/// The stores of [`KnowledgeBaseSearch::from_settings`](super::KnowledgeBaseSearch::from_settings):
+/// each distinct settings value is loaded once and kept.
 #[derive(Default)]
-pub struct KnowledgeBaseFiles {
-    loaded: Mutex<HashMap<String, Arc<KnowledgeBaseSearch>>>,
+pub(super) struct SettingsStores {
+    loaded: Mutex<HashMap<String, Arc<Loaded>>>,
 }
 
-impl KnowledgeBaseFiles {
-    /// A tool with nothing loaded yet.
-    pub fn new() -> Self {
-        Self::default()
+impl SettingsStores {
+    /// The store the settings name, loading and embedding its documents on first use.
+    pub(super) async fn load(&self, settings: &Value) -> Result<Loaded, ToolError> {
+        let l = self.load_shared(settings).await?;
+        Ok(Loaded {
+            store: l.store.clone(),
+            embedder: l.embedder.clone(),
+            top_k: l.top_k,
+        })
     }
 
-    async fn search_tool(&self, settings: &Value) -> Result<Arc<KnowledgeBaseSearch>, ToolError> {
+    async fn load_shared(&self, settings: &Value) -> Result<Arc<Loaded>, ToolError> {
         let key = settings.to_string();
         let mut loaded = self.loaded.lock().await;
         if let Some(t) = loaded.get(&key) {
@@ -102,39 +106,12 @@ impl KnowledgeBaseFiles {
             .add_documents(embedder.as_ref(), docs)
             .await
             .map_err(|e| ToolError::new("KNOWLEDGE_BASE_UNAVAILABLE", e.to_string()))?;
-        let mut tool = KnowledgeBaseSearch::new(Arc::new(store), embedder);
-        if let Some(k) = s.top_k {
-            tool = tool.with_default_top_k(k);
-        }
-        let tool = Arc::new(tool);
-        loaded.insert(key, tool.clone());
-        Ok(tool)
-    }
-}
-
-#[async_trait]
-impl Tool for KnowledgeBaseFiles {
-    fn name(&self) -> &str {
-        "knowledge_base_search"
-    }
-
-    fn description(&self) -> &str {
-        "Search the knowledge base for passages relevant to a question (semantic search). \
-         Returns {query, hits: [{id, score, text, metadata}]}, best first; the score is the \
-         cosine similarity (higher is closer). Use the hits' text to answer and cite their ids."
-    }
-
-    fn input_schema(&self) -> Value {
-        // The same arguments as the store-backed tool.
-        KnowledgeBaseSearch::new(
-            Arc::new(VectorStore::new()),
-            Arc::new(HashEmbedder::default()),
-        )
-        .input_schema()
-    }
-
-    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let tool = self.search_tool(ctx.settings()).await?;
-        tool.call(args, ctx).await
+        let l = Arc::new(Loaded {
+            store: Arc::new(store),
+            embedder,
+            top_k: s.top_k,
+        });
+        loaded.insert(key, l.clone());
+        Ok(l)
     }
 }

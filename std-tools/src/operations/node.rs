@@ -1,11 +1,18 @@
 //! The node that applies the queued operations to the workflow.
 
-use super::*;
+use super::{apply_operations_with, parse_operations, ApplyNote};
+use crate::catalogue::Catalogue;
+use crate::workflow::Workflow;
+use agentgraph_runtime::{Node, NodeError, TaskContext, Update};
+use async_trait::async_trait;
+use serde_json::Value;
+use std::fmt;
+use std::sync::Arc;
 
 /// A graph node that applies the queued operations to the workflow: reads the workflow and
 /// operations channels, writes the new workflow and `null` to the operations channel (which the
-/// [`OperationsReducer`] reads as "clear the queue"). Writes nothing when the queue is empty. An
-/// empty or `null` workflow channel is read as an empty workflow.
+/// [`OperationsReducer`](super::OperationsReducer) reads as "clear the queue"). Writes nothing
+/// when the queue is empty. An empty or `null` workflow channel is read as an empty workflow.
 ///
 /// It never fails: a batch that cannot be applied (an operation fails, the queue or the
 /// workflow cannot be read) leaves the workflow as it was and the queue is still cleared, so the

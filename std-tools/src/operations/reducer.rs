@@ -1,6 +1,11 @@
 //! The operations queue reducer.
 
-use super::*;
+use super::{parse_operations, OPERATIONS_REDUCER};
+use crate::workflow::kind_of;
+use agentgraph_runtime::reducer::{Reducer, ReducerError, ReducerRegistry, Storage};
+use agentgraph_runtime::{TypeMismatch, ValueType};
+use serde_json::Value;
+use std::sync::Arc;
 
 /// The operations queue reducer: `null` clears the queue; a write (a list or a single operation)
 /// containing a `clear` operation replaces the queue; anything else is appended. Writes are

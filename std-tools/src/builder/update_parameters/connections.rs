@@ -11,7 +11,7 @@
 use crate::builder::state::codes;
 use crate::catalogue::{Catalogue, NodeTypeDescription, PortsSpec};
 use crate::workflow::{Workflow, WorkflowNode};
-use agentgraph_runtime::tools::ToolError;
+use agentgraph_agents::tools::ToolError;
 use serde_json::{Map, Value};
 
 /// One connected port of the node.

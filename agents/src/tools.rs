@@ -1,0 +1,171 @@
+//! Tools that models call: the [`Tool`] trait and what a call returns.
+
+use crate::models::{ChatModel, ToolSpec};
+use agentgraph_runtime::StateView;
+use agentgraph_runtime::{Interrupt, NodeError, TaskContext};
+use async_trait::async_trait;
+use serde_json::Value;
+use std::sync::Arc;
+
+mod schema;
+pub use schema::validate_args;
+
+/// What a tool returns: the content of its tool message, plus state writes (e.g. queued
+/// operations) applied with the tool executor's update.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolOutput {
+    /// The tool message content (a string or JSON).
+    pub content: Value,
+    /// Channel writes.
+    pub writes: Vec<(String, Value)>,
+}
+
+impl ToolOutput {
+    /// A text result.
+    pub fn text(s: impl Into<String>) -> Self {
+        ToolOutput {
+            content: Value::String(s.into()),
+            writes: Vec::new(),
+        }
+    }
+
+    /// Adds a channel write.
+    pub fn write(mut self, channel: impl Into<String>, value: Value) -> Self {
+        self.writes.push((channel.into(), value));
+        self
+    }
+}
+
+/// A failed tool call, reported to the model as a tool message it can act on.
+///
+/// A tool that asks a human returns the error of [`TaskContext::interrupt`] with `?` (through
+/// `From<NodeError>`): the error then carries the interrupts, and the tool executor interrupts
+/// the whole node instead of reporting an error to the model.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct ToolError {
+    /// A stable code (`INVALID_INPUT`, `NOT_FOUND`, …).
+    pub code: String,
+    /// What went wrong and what to do instead.
+    pub message: String,
+    /// Pending human questions (code `INTERRUPTED`); empty for a real failure.
+    pub interrupts: Vec<Interrupt>,
+}
+
+impl From<NodeError> for ToolError {
+    fn from(e: NodeError) -> Self {
+        match e {
+            NodeError::Interrupted(interrupts) => ToolError {
+                code: "INTERRUPTED".into(),
+                message: "waiting for a human answer".into(),
+                interrupts,
+            },
+            NodeError::Failed { message, code, .. } => {
+                ToolError::new(code.unwrap_or_else(|| "FAILED".into()), message)
+            }
+            NodeError::Timeout(d) => ToolError::new("TIMEOUT", format!("timed out after {d:?}")),
+            NodeError::Cancelled => ToolError::new("CANCELLED", "the run was cancelled"),
+        }
+    }
+}
+
+impl ToolError {
+    /// An error with a code and an actionable message.
+    pub fn new(code: impl Into<String>, message: impl Into<String>) -> Self {
+        ToolError {
+            code: code.into(),
+            message: message.into(),
+            interrupts: Vec::new(),
+        }
+    }
+}
+
+/// What a tool sees: the calling task (state snapshot as of the step's start, run settings,
+/// event emitter, interrupts, cancellation — through `Deref`), a model handle for tools that
+/// make nested LLM calls, and the tool's own settings.
+#[derive(Clone)]
+pub struct ToolContext {
+    task: TaskContext,
+    model: Option<Arc<dyn ChatModel>>,
+    settings: Arc<Value>,
+}
+
+impl std::ops::Deref for ToolContext {
+    type Target = TaskContext;
+    fn deref(&self) -> &TaskContext {
+        &self.task
+    }
+}
+
+impl ToolContext {
+    /// A context for a call made by `task`, with no model and no settings.
+    pub fn new(task: TaskContext) -> Self {
+        ToolContext {
+            task,
+            model: None,
+            settings: Arc::new(Value::Null),
+        }
+    }
+
+    /// A context outside any run, over `state` (tests, direct calls).
+    pub fn detached(state: StateView) -> Self {
+        Self::new(TaskContext::detached(state, None))
+    }
+
+    /// Gives the tool a model for nested calls.
+    pub fn with_model(mut self, model: Option<Arc<dyn ChatModel>>) -> Self {
+        self.model = model;
+        self
+    }
+
+    /// Gives the tool its settings (from the graph's tool block or the embedding app).
+    pub fn with_settings(mut self, settings: Arc<Value>) -> Self {
+        self.settings = settings;
+        self
+    }
+
+    /// The calling task.
+    pub fn task(&self) -> &TaskContext {
+        &self.task
+    }
+
+    /// The model for nested calls; `NO_MODEL` when the executor was given none.
+    pub fn model(&self) -> Result<&Arc<dyn ChatModel>, ToolError> {
+        self.model.as_ref().ok_or_else(|| {
+            ToolError::new(
+                "NO_MODEL",
+                "this tool needs a model but its tool executor has none; give the \
+                 tool_executor node a `model`",
+            )
+        })
+    }
+
+    /// The tool's settings (`null` when none were given).
+    pub fn settings(&self) -> &Value {
+        &self.settings
+    }
+}
+
+/// A tool.
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    /// The name models call it by.
+    fn name(&self) -> &str;
+    /// What it does.
+    fn description(&self) -> &str;
+    /// JSON schema of its arguments (checked before `call`).
+    fn input_schema(&self) -> Value;
+    /// Runs the tool with arguments already checked against [`Tool::input_schema`]. `ctx`
+    /// gives the state as of the step's start, run settings, custom events (progress),
+    /// interrupts, cancellation and a model handle.
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// The spec sent to models.
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: self.name().to_string(),
+            description: self.description().to_string(),
+            input_schema: self.input_schema(),
+        }
+    }
+}
