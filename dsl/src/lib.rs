@@ -1,6 +1,6 @@
 //! # agentgraph DSL
 //!
-//! The `.ag` language as a pipeline: [`parse`] (a pest grammar into a spanned [`ast`]),
+//! The `.ag` language as a pipeline: [`parse`](mod@parse) (a pest grammar into a spanned [`ast`]),
 //! [`check`] (static checks that accumulate [`diagnostic`]s, each built by the
 //! [`diagnostic::catalogue`]), and [`compile`] (to runtime graphs). A [`Project`] runs the
 //! pipeline over a graph file and the files it references, checking each graph once.

@@ -1,9 +1,9 @@
 //! Static checks of one graph: names, types, edges, routes, reachability, conflicts. Every
 //! finding is collected; nothing stops at the first error.
 //!
-//! [`check_graph`] runs in two passes: [`symbols`] collects the declarations, then a
-//! [`Checker`] walks the items ([`items`], [`entries`], [`edges`], [`exprs`]) and the shape of
-//! the graph ([`reachability`]).
+//! [`check_graph`] runs in two passes: `symbols` collects the declarations, then a
+//! `Checker` walks the items (`items`, `entries`, `edges`, `exprs`) and the shape of
+//! the graph (`reachability`).
 
 use crate::ast::*;
 use crate::diagnostic::{catalogue as diag, Diagnostic};

@@ -1,5 +1,5 @@
 //! Compiling a checked graph into a runtime [`CompiledGraph`]: channels and graph options
-//! here, nodes in [`nodes`], edges and routes in [`edges`].
+//! here, nodes in `nodes`, edges and routes in `edges`.
 
 use crate::ast::*;
 use crate::check::Symbols;

@@ -1,6 +1,6 @@
 //! Parsing: pest pairs → our AST, with error recovery per line and parse errors phrased in the
-//! language's terms. Items and node bodies are built in [`items`], expressions and literals in
-//! [`expr`], and syntax errors are explained in [`explain`].
+//! language's terms. Items and node bodies are built in `items`, expressions and literals in
+//! `expr`, and syntax errors are explained in `explain`.
 
 use crate::ast::*;
 use crate::diagnostic::{catalogue as diag, Diagnostic};

@@ -1,5 +1,5 @@
 //! A graph file and everything it pulls in (`use`, subgraph paths, `file(…)` prompts):
-//! loading here, checking every file once and compiling the root graph in [`pipeline`],
+//! loading here, checking every file once and compiling the root graph in `pipeline`,
 //! rendering diagnostics.
 
 use crate::ast::*;
