@@ -11,10 +11,12 @@
 
 use crate::exit;
 use crate::graph::Ctx;
+use agentgraph_n8n::{builder_graph, workflow_of, workflow_summary};
 use agentgraph_runtime::{
-    CheckpointId, CompiledGraph, Event, EventKind, Input, ListQuery, Mode, Modes, RunConfig,
+    CheckpointId, CompiledGraph, Event, EventKind, ListQuery, Mode, Modes, RunConfig,
     SledCheckpointer, Source,
 };
+use agentgraph_server::{open_run, Opening};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
@@ -36,24 +38,6 @@ pub struct ChatOpts {
     out: Option<PathBuf>,
 }
 
-/// The graph file a `--graph`/`/graph` argument names.
-fn graph_path(arg: &str) -> Result<PathBuf, String> {
-    let path = match arg {
-        "single" | "multi" => PathBuf::from(format!("graphs/workflow-builder/{arg}-agent.ag")),
-        other => PathBuf::from(other),
-    };
-    if path.exists() {
-        Ok(path)
-    } else if matches!(arg, "single" | "multi") {
-        Err(format!(
-            "{} not found: run chat from the repository root, or pass --graph PATH",
-            path.display()
-        ))
-    } else {
-        Err(format!("graph file {} not found", path.display()))
-    }
-}
-
 struct Session<'a> {
     ctx: &'a Ctx,
     graph: CompiledGraph,
@@ -67,7 +51,7 @@ struct Session<'a> {
 
 /// `agentgraph chat`.
 pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
-    let path = match graph_path(&opts.graph) {
+    let path = match builder_graph(&opts.graph) {
         Ok(p) => p,
         Err(e) => return crate::graph::fail(e, exit::USAGE),
     };
@@ -76,7 +60,7 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let graph = match crate::graph::load(&path, ctx.json) {
+    let graph = match crate::graph::load(ctx, &path) {
         Ok(g) => g.with_checkpointer(store.clone()),
         Err(c) => return c,
     };
@@ -101,9 +85,9 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
                     s.say(json!({"event": "resuming"}), || {
                         "resuming the interrupted turn…".to_string()
                     });
-                    s.turn(Input::Continue).await;
+                    s.turn(Opening::Continue).await;
                 } else {
-                    s.show_workflow(&state.values["workflow"]);
+                    s.show_workflow(workflow_of(&state.values));
                 }
             }
             Ok(None) => {}
@@ -152,7 +136,7 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
             }
             _ => {
                 let input = json!({"messages": [{"type": "human", "content": line}]});
-                s.turn(Input::Values(input)).await;
+                s.turn(Opening::Input(input)).await;
             }
         }
     }
@@ -175,14 +159,14 @@ impl Session<'_> {
     }
 
     fn switch(&mut self, arg: &str) {
-        let path = match graph_path(arg) {
+        let path = match builder_graph(arg) {
             Ok(p) => p,
             Err(e) => {
                 eprintln!("error: {e}");
                 return;
             }
         };
-        match crate::graph::load(&path, self.ctx.json) {
+        match crate::graph::load(self.ctx, &path) {
             Ok(g) => {
                 let g = g.with_checkpointer(self.store.clone());
                 if g.schema().version() != self.graph.schema().version() {
@@ -206,13 +190,17 @@ impl Session<'_> {
     }
 
     /// Runs one turn, streaming progress and the assistant's text.
-    async fn turn(&mut self, input: Input) {
+    async fn turn(&mut self, opening: Opening) {
         let mut config = RunConfig::thread(self.thread.clone())
             .modes(Modes::of(&[Mode::Custom, Mode::Messages]));
         if let Some(at) = self.fork_at.take() {
             config = config.at(at);
         }
-        let mut stream = self.graph.stream(input, config);
+        let run = match open_run(&self.graph, opening, config).await {
+            Ok(run) => run,
+            Err(e) => return self.turn_failed(&e),
+        };
+        let mut stream = self.graph.stream(run.input, run.config);
         let mut mid_line = false;
         // Message ids already started, so each answer begins on its own line.
         let mut seen: HashSet<String> = HashSet::new();
@@ -257,16 +245,19 @@ impl Session<'_> {
                 if self.ctx.json {
                     println!("{}", json!({"event": "turn_end", "status": out.status}));
                 }
-                self.show_workflow(&out.values["workflow"]);
+                self.show_workflow(workflow_of(&out.values));
             }
-            Err(e) => {
-                if self.ctx.json {
-                    println!("{}", json!({"event": "error", "error": e.to_string()}));
-                } else {
-                    eprintln!("error: {e}");
-                    println!("(the turn failed; the thread keeps its last checkpoint)");
-                }
-            }
+            Err(e) => self.turn_failed(&e),
+        }
+    }
+
+    /// Says a turn failed (the thread keeps its last checkpoint).
+    fn turn_failed(&self, e: &dyn std::fmt::Display) {
+        if self.ctx.json {
+            println!("{}", json!({"event": "error", "error": e.to_string()}));
+        } else {
+            eprintln!("error: {e}");
+            println!("(the turn failed; the thread keeps its last checkpoint)");
         }
     }
 
@@ -275,7 +266,7 @@ impl Session<'_> {
         if self.ctx.json {
             println!("{}", json!({"event": "workflow", "workflow": wf}));
         } else {
-            print!("{}", summary(wf));
+            print!("{}", workflow_summary(wf));
         }
         if let Some(out) = &self.out {
             let text = serde_json::to_string_pretty(wf).unwrap_or_default();
@@ -346,7 +337,7 @@ impl Session<'_> {
                     json!({"event": "undo", "ok": true, "checkpoint_id": target}),
                     || format!("undone: back to checkpoint {target}"),
                 );
-                self.show_workflow(&state.values["workflow"]);
+                self.show_workflow(workflow_of(&state.values));
             }
             Ok(None) => eprintln!("error: checkpoint {target} not found"),
             Err(e) => eprintln!("error: {e}"),
@@ -364,42 +355,6 @@ fn shown(ev: &Event) -> bool {
         }
         _ => false,
     }
-}
-
-/// The workflow for people: its name, its nodes with their types, its connections.
-pub fn summary(wf: &Value) -> String {
-    let mut s = String::new();
-    let name = wf["name"]
-        .as_str()
-        .filter(|n| !n.is_empty())
-        .unwrap_or("(unnamed)");
-    let nodes = wf["nodes"].as_array().cloned().unwrap_or_default();
-    s.push_str(&format!("workflow: {name} ({} nodes)\n", nodes.len()));
-    for n in &nodes {
-        s.push_str(&format!(
-            "  {} [{}]\n",
-            n["name"].as_str().unwrap_or("?"),
-            n["type"].as_str().unwrap_or("?")
-        ));
-    }
-    if let Some(conns) = wf["connections"].as_object() {
-        for (source, kinds) in conns {
-            let Some(kinds) = kinds.as_object() else {
-                continue;
-            };
-            for (kind, outputs) in kinds {
-                for output in outputs.as_array().into_iter().flatten() {
-                    for target in output.as_array().into_iter().flatten() {
-                        s.push_str(&format!(
-                            "  {source} → {} ({kind})\n",
-                            target["node"].as_str().unwrap_or("?")
-                        ));
-                    }
-                }
-            }
-        }
-    }
-    s
 }
 
 fn new_thread_id() -> String {

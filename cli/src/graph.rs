@@ -1,9 +1,9 @@
 //! Loading graph files (with diagnostics) and the file commands: check, fmt, viz.
 
 use crate::exit;
-use agentgraph_dsl::{Diagnostic, Project, Registry};
+use agentgraph_dsl::{Diagnostic, Project};
 use agentgraph_runtime::{CompiledGraph, SledCheckpointer};
-use agentgraph_std_tools::catalogue::Catalogue;
+use agentgraph_server::RegistryFactory;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +14,8 @@ pub struct Ctx {
     pub db: PathBuf,
     /// JSON output.
     pub json: bool,
+    /// Builds the registry of names graphs may use (assembled by `main`).
+    pub registry: RegistryFactory,
 }
 
 /// Parses a `--thread` value: the rule the server applies too
@@ -24,29 +26,6 @@ pub fn thread_id(s: &str) -> Result<String, String> {
     } else {
         Err(agentgraph_runtime::THREAD_ID_RULE.to_string())
     }
-}
-
-/// The registry of names graphs may use in this build: the agent kinds, every std-tools tool
-/// over the node-type catalogue (`$AGENTGRAPH_N8N_CATALOGUE`, else the built-in one), the
-/// `operations` reducer and the `apply_operations` kind.
-pub fn registry() -> Registry {
-    let mut reg = Registry::default();
-    agentgraph_std_tools::dsl::register(&mut reg, catalogue());
-    reg
-}
-
-/// The node-type catalogue, loaded once per process.
-fn catalogue() -> Arc<Catalogue> {
-    static CATALOGUE: std::sync::OnceLock<Arc<Catalogue>> = std::sync::OnceLock::new();
-    CATALOGUE
-        .get_or_init(|| match crate::validate::load_catalogue(None) {
-            Ok((c, _)) => Arc::new(c),
-            Err(e) => {
-                eprintln!("warning: {e}; using the built-in node-type catalogue");
-                Arc::new(Catalogue::builtin().unwrap_or_else(|_| Catalogue::new()))
-            }
-        })
-        .clone()
 }
 
 fn width() -> usize {
@@ -91,9 +70,10 @@ fn load_project(path: &Path) -> Result<Project, u8> {
 }
 
 /// Loads, checks and compiles a graph; on failure prints why and returns the exit code.
-pub fn load(path: &Path, json: bool) -> Result<CompiledGraph, u8> {
+pub fn load(ctx: &Ctx, path: &Path) -> Result<CompiledGraph, u8> {
+    let json = ctx.json;
     let project = load_project(path)?;
-    let reg = registry();
+    let reg = (ctx.registry)();
     match project.check_and_compile(&reg) {
         Ok(compiled) => {
             if !compiled.warnings.is_empty() && !json {
@@ -122,7 +102,7 @@ pub fn store(ctx: &Ctx) -> Result<Arc<SledCheckpointer>, u8> {
 
 /// A graph with the store attached.
 pub fn load_with_store(ctx: &Ctx, path: &Path) -> Result<CompiledGraph, u8> {
-    let g = load(path, ctx.json)?;
+    let g = load(ctx, path)?;
     Ok(g.with_checkpointer(store(ctx)?))
 }
 
@@ -132,7 +112,7 @@ pub fn check(ctx: &Ctx, path: &Path) -> u8 {
         Ok(p) => p,
         Err(c) => return c,
     };
-    let diags = project.check(&registry());
+    let diags = project.check(&(ctx.registry)());
     print_diagnostics(&project, &diags, ctx.json);
     if diags.iter().any(Diagnostic::is_error) {
         exit::USAGE
@@ -191,7 +171,7 @@ pub fn fmt(path: &Path, check_only: bool) -> u8 {
 }
 
 /// `agentgraph viz`.
-pub fn viz(path: &Path, format: &str) -> u8 {
+pub fn viz(ctx: &Ctx, path: &Path, format: &str) -> u8 {
     let format: agentgraph_dsl::viz::Format = match format.parse() {
         Ok(f) => f,
         Err(e) => return fail(e, exit::USAGE),
@@ -200,7 +180,7 @@ pub fn viz(path: &Path, format: &str) -> u8 {
         Ok(p) => p,
         Err(c) => return c,
     };
-    let diags = project.check(&registry());
+    let diags = project.check(&(ctx.registry)());
     if diags.iter().any(Diagnostic::is_error) {
         print_diagnostics(&project, &diags, false);
         return exit::USAGE;

@@ -232,10 +232,21 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
+/// The n8n workflow builder's registry: its tools over the node-type catalogue of
+/// `$AGENTGRAPH_N8N_CATALOGUE` (else the built-in one), loaded only when a graph uses them.
+fn registry() -> agentgraph_server::RegistryFactory {
+    let warn: agentgraph_n8n::FallbackHook = std::sync::Arc::new(|e| {
+        eprintln!("warning: {e}; using the built-in node-type catalogue");
+    });
+    agentgraph_n8n::N8n::with_fallback_hook(agentgraph_n8n::CatalogueSource::FromEnv, Some(warn))
+        .registry_factory()
+}
+
 async fn dispatch(cli: Cli) -> u8 {
     let ctx = graph::Ctx {
         db: cli.db,
         json: cli.json,
+        registry: registry(),
     };
     match cli.cmd {
         Cmd::Run {
@@ -279,7 +290,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Cmd::Check { graph } => graph::check(&ctx, &graph),
         Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
         Cmd::Chat { opts } => chat::chat(&ctx, opts).await,
-        Cmd::Viz { graph, format } => graph::viz(&graph, &format),
+        Cmd::Viz { graph, format } => graph::viz(&ctx, &graph, &format),
         Cmd::Serve {
             graphs,
             addr,
@@ -297,7 +308,14 @@ async fn serve(
     addr: std::net::SocketAddr,
     postgres: Option<String>,
 ) -> u8 {
-    let mut config = agentgraph_server::ServerConfig::new(graphs, ctx.db.clone()).addr(addr);
+    // The builder's chat page at `/`.
+    let mut config = agentgraph_server::ServerConfig::new(graphs, ctx.db.clone())
+        .addr(addr)
+        .registry(ctx.registry.clone())
+        .page(agentgraph_server::Page::html(
+            "/",
+            agentgraph_n8n::CHAT_PAGE,
+        ));
     if let Some(url) = postgres {
         match agentgraph_postgres::PostgresCheckpointer::connect(&url).await {
             Ok(cp) => {
@@ -316,7 +334,6 @@ async fn serve(
             Err(e) => return graph::fail(e, exit::USAGE),
         }
     }
-    config.registry = std::sync::Arc::new(graph::registry);
     let state = match agentgraph_server::ServerState::new(&config) {
         Ok(state) => state,
         Err(e) => return graph::fail(e, exit::FAILED),

@@ -4,9 +4,10 @@ use crate::exit;
 use crate::graph::{json_arg, load_with_store, Ctx};
 use crate::live::LiveView;
 use agentgraph_runtime::{
-    CheckpointId, CompiledGraph, Durability, Input, Mode, Modes, Resume, RunConfig, RunError,
-    RunOutput, RunStatus,
+    CheckpointId, CompiledGraph, Durability, Mode, Modes, Resume, RunConfig, RunError,
+    RunErrorKind, RunOutput, RunStatus,
 };
+use agentgraph_server::{open_run, OpenError, Opening};
 use clap::Args;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -122,7 +123,16 @@ pub async fn run(
         Err(c) => return c,
     };
     let thread = opts.thread.clone().unwrap_or_else(new_thread_id);
-    execute(ctx, &graph, path, Input::Values(input), thread, &opts, None).await
+    execute(
+        ctx,
+        &graph,
+        path,
+        Opening::Input(input),
+        thread,
+        &opts,
+        None,
+    )
+    .await
 }
 
 /// `agentgraph resume`.
@@ -137,25 +147,25 @@ pub async fn resume(
         Ok(t) => t,
         Err(c) => return c,
     };
-    let input = match value {
-        None => Input::Continue,
+    let opening = match value {
+        None => Opening::Continue,
         Some(text) => match json_arg("--value", &text) {
             Err(c) => return c,
             Ok(v) if by_id => match serde_json::from_value::<BTreeMap<String, Value>>(v) {
-                Ok(map) => Input::Resume(Resume::ById(map)),
+                Ok(map) => Opening::Answer(Resume::ById(map)),
                 Err(_) => {
                     eprintln!("error: with --by-id, --value must be an object from interrupt id to answer");
                     return exit::USAGE;
                 }
             },
-            Ok(v) => Input::Resume(Resume::Value(v)),
+            Ok(v) => Opening::Answer(Resume::Value(v)),
         },
     };
     let graph = match load_with_store(ctx, path) {
         Ok(g) => g,
         Err(c) => return c,
     };
-    execute(ctx, &graph, path, input, thread, &opts, None).await
+    execute(ctx, &graph, path, opening, thread, &opts, None).await
 }
 
 /// `agentgraph fork`.
@@ -199,7 +209,7 @@ pub async fn fork(
         ctx,
         &graph,
         path,
-        Input::Continue,
+        Opening::Continue,
         thread,
         &opts,
         Some(from),
@@ -209,13 +219,9 @@ pub async fn fork(
 
 fn report_error(e: &RunError) -> u8 {
     eprintln!("error: {e}");
-    match e {
-        RunError::InvalidInput(_)
-        | RunError::Resume(_)
-        | RunError::NothingToResume(_)
-        | RunError::CheckpointNotFound { .. }
-        | RunError::Update(_) => exit::USAGE,
-        _ => exit::FAILED,
+    match e.kind() {
+        RunErrorKind::Caller => exit::USAGE,
+        RunErrorKind::Conflict | RunErrorKind::Cancelled | RunErrorKind::Failed => exit::FAILED,
     }
 }
 
@@ -223,7 +229,7 @@ async fn execute(
     ctx: &Ctx,
     graph: &CompiledGraph,
     path: &Path,
-    input: Input,
+    opening: Opening,
     thread: String,
     opts: &RunOpts,
     at: Option<CheckpointId>,
@@ -244,8 +250,13 @@ async fn execute(
     }
     config.modes = Modes::of(&wanted);
     eprintln!("thread: {thread}");
+    let run = match open_run(graph, opening, config).await {
+        Ok(run) => run,
+        Err(OpenError::Input(e) | OpenError::Run(e)) => return report_error(&e),
+        Err(e) => return crate::graph::fail(e, exit::USAGE),
+    };
     let mut view = live.then(LiveView::new);
-    let mut stream = graph.stream(input, config);
+    let mut stream = graph.stream(run.input, run.config);
     while let Some(ev) = stream.next().await {
         if printed.contains(ev.mode()) {
             println!("{}", serde_json::to_string(&ev).unwrap_or_default());

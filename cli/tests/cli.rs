@@ -68,6 +68,32 @@ fn run_prints_the_final_state_and_exits_0() {
 }
 
 #[test]
+fn a_graph_without_builder_tools_never_loads_the_n8n_catalogue() {
+    // A catalogue directory that does not exist is only noticed (with a warning) when a
+    // builder tool or `apply_operations` needs the catalogue: never for the counter.
+    let db = tempfile::tempdir().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+        .arg("--db")
+        .arg(db.path())
+        .args([
+            "run",
+            &g("counter.ag"),
+            "--input",
+            r#"{"limit": 2}"#,
+            "--json",
+        ])
+        .env(
+            "AGENTGRAPH_N8N_CATALOGUE",
+            db.path().join("no-such-catalogue"),
+        )
+        .output()
+        .expect("the agentgraph binary runs");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("catalogue"), "{stderr}");
+}
+
+#[test]
 fn stream_prints_event_envelopes_then_the_state() {
     let db = tempfile::tempdir().unwrap();
     let o = ag(

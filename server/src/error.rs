@@ -1,5 +1,6 @@
 //! Errors: the server's own, and API errors rendered as `{"error": {"code", "message"}}`.
 
+use crate::runs::LifecycleError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
@@ -67,6 +68,25 @@ impl ApiError {
 impl From<ServerError> for ApiError {
     fn from(e: ServerError) -> Self {
         ApiError::internal(e.to_string())
+    }
+}
+
+impl From<LifecycleError> for ApiError {
+    fn from(e: LifecycleError) -> Self {
+        let message = e.to_string();
+        match e {
+            LifecycleError::Active { .. } | LifecycleError::ActiveElsewhere(_) => {
+                ApiError::conflict("RUN_ACTIVE", message)
+            }
+            LifecycleError::ShuttingDown => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "SHUTTING_DOWN", message)
+            }
+            LifecycleError::Locks(_) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "STORAGE_UNAVAILABLE",
+                message,
+            ),
+        }
     }
 }
 

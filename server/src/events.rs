@@ -3,9 +3,11 @@
 
 use crate::error::ServerError;
 use crate::versions::GraphVersion;
+use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
 
 /// The bounds of one thread's log.
 #[derive(Debug, Clone, Copy)]
@@ -23,6 +25,20 @@ pub struct StoredEvent {
     pub seq: u64,
     /// The envelope `{seq, ns, mode, node, data}` as JSON text.
     pub json: Arc<str>,
+}
+
+/// What a replaying reader gets.
+#[derive(Debug, Clone)]
+pub enum Replayed {
+    /// The next event.
+    Event(StoredEvent),
+    /// Events `from..=to` that the bounded log no longer holds.
+    Gap {
+        /// The first missing id.
+        from: u64,
+        /// The last missing id.
+        to: u64,
+    },
 }
 
 /// One thread's log in memory.
@@ -177,18 +193,19 @@ impl EventStore {
         Ok(hub)
     }
 
-    /// Appends an event built from its id (`make(seq)` returns the JSON text), trims the ring
-    /// to its bounds and wakes live readers. Returns the id.
-    pub fn append(
-        &self,
-        thread: &str,
-        make: impl FnOnce(u64) -> String,
-    ) -> Result<u64, ServerError> {
+    /// Appends an event envelope `{ns, mode, node, data}` to the thread's log with the
+    /// thread's next id as its `seq` (any `seq` it carries, such as the runtime's per-run
+    /// numbering, is replaced: this is the one place event ids are assigned), trims the ring to
+    /// its bounds and wakes live readers. Returns the id.
+    pub fn append(&self, thread: &str, mut envelope: Value) -> Result<u64, ServerError> {
         let hub = self.hub(thread)?;
         let seq = {
             let mut ring = hub.lock();
             let seq = ring.next_seq;
-            let json: Arc<str> = Arc::from(make(seq));
+            if let Some(o) = envelope.as_object_mut() {
+                o.insert("seq".into(), Value::from(seq));
+            }
+            let json: Arc<str> = Arc::from(envelope.to_string());
             let mut removed = Vec::new();
             ring.bytes += json.len();
             ring.events.push_back(StoredEvent {
@@ -219,6 +236,59 @@ impl EventStore {
         };
         hub.tx.send_replace(seq);
         Ok(seq)
+    }
+
+    /// The events of `thread` after id `last` (default: only new ones), then the live ones as
+    /// they are appended, until `stop` fires; ids the log dropped come as one
+    /// [`Replayed::Gap`].
+    pub fn replay(
+        &self,
+        thread: &str,
+        last: Option<u64>,
+        stop: CancellationToken,
+    ) -> Result<impl futures::Stream<Item = Replayed> + Send + 'static, ServerError> {
+        struct Reader {
+            hub: Arc<Hub>,
+            rx: watch::Receiver<u64>,
+            last: u64,
+            buf: VecDeque<StoredEvent>,
+            stop: CancellationToken,
+        }
+        let hub = self.hub(thread)?;
+        let reader = Reader {
+            rx: hub.subscribe(),
+            last: last.unwrap_or_else(|| hub.last_seq()),
+            hub,
+            buf: VecDeque::new(),
+            stop,
+        };
+        Ok(futures::stream::unfold(reader, |mut r| async move {
+            loop {
+                if let Some(e) = r.buf.pop_front() {
+                    if e.seq > r.last + 1 {
+                        let gap = Replayed::Gap {
+                            from: r.last + 1,
+                            to: e.seq - 1,
+                        };
+                        r.last = e.seq - 1;
+                        r.buf.push_front(e);
+                        return Some((gap, r));
+                    }
+                    r.last = e.seq;
+                    return Some((Replayed::Event(e), r));
+                }
+                r.rx.borrow_and_update();
+                let fresh = r.hub.after(r.last);
+                if !fresh.is_empty() {
+                    r.buf.extend(fresh);
+                    continue;
+                }
+                tokio::select! {
+                    changed = r.rx.changed() => if changed.is_err() { return None },
+                    _ = r.stop.cancelled() => return None,
+                }
+            }
+        }))
     }
 
     /// Records the graph (relative name) a thread last ran.
@@ -324,17 +394,17 @@ impl EventStore {
                 }
                 (None, Some(id)) => id,
             };
-            self.append(&thread, |seq| {
+            self.append(
+                &thread,
                 serde_json::json!({
-                    "seq": seq, "ns": [], "mode": "run", "node": null,
+                    "ns": [], "mode": "run", "node": null,
                     "data": {
                         "status": "interrupted",
                         "run_id": run_id,
                         "reason": "the server stopped during the run; resume the thread to continue",
                     },
-                })
-                .to_string()
-            })?;
+                }),
+            )?;
             self.set_running(&thread, None)?;
             closed.push(thread);
         }

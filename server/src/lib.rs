@@ -9,6 +9,9 @@
 //! # }
 //! ```
 //!
+//! The server knows no particular application: [`ServerConfig::registry`] says which tools
+//! and kinds graphs may use, [`ServerConfig::pages`] adds pages (such as a chat page at `/`).
+//!
 //! Endpoints (JSON errors are `{"error": {"code", "message"}}`, plus `diagnostics` for 422;
 //! an unknown path is 404 `NOT_FOUND`, a wrong method 405 `METHOD_NOT_ALLOWED`):
 //! - `POST /threads/{id}/runs` `{graph, input?, stream_modes?, recursion_limit?, config?}` →
@@ -48,29 +51,37 @@
 //!   across a restart on persistent storage ([`GraphVersion`]; `hash` is the serving version's
 //!   id, `graph_version` of a run's `202` and `started` event the one it runs).
 //!
-//! Event ids are the server's own: they start at 1 and rise by one per thread across runs and
-//! restarts (the envelope's `seq` is rewritten to the id), so they never repeat even when a
-//! cancelled step's events are produced again by the resumed run.
+//! Event ids are the thread's event log's ([`EventStore::append`] assigns them, and only it):
+//! they start at 1 and rise by one per thread across runs and restarts (the envelope's `seq`
+//! is the id, not the runtime's per-run numbering), so they never repeat even when a cancelled
+//! step's events are produced again by the resumed run.
 
 mod error;
 mod events;
 mod graphs;
+mod pages;
 mod reload;
 mod routes;
+mod runs;
+mod thread_run;
 mod versions;
 
 pub use error::{ApiError, ServerError};
-pub use events::{EventLimits, EventStore, StoredEvent};
+pub use events::{EventLimits, EventStore, Replayed, StoredEvent};
 pub use graphs::{GraphCache, GraphLoadError, RegistryFactory, Versioned};
+pub use pages::Page;
 pub use reload::{
     recheck_changed, spawn_watcher, GraphHealth, GraphStatus, DEFAULT_WATCH_INTERVAL,
 };
 pub use routes::router;
+pub use runs::LifecycleError;
+pub use thread_run::{open_run, OpenError, OpenRun, Opening};
 pub use versions::GraphVersion;
 
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::checkpoint::ThreadLocks;
 use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
+use runs::ActiveRun;
 use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
@@ -113,9 +124,10 @@ pub struct ServerConfig {
     pub events_per_thread: usize,
     /// Bytes of events kept per thread for replay (default 2 MiB).
     pub event_bytes_per_thread: usize,
-    /// Builds the registry graphs are compiled against (default: every std-tools tool over
-    /// the built-in node-type catalogue).
+    /// Builds the registry graphs are compiled against (default: [`default_registry`]).
     pub registry: RegistryFactory,
+    /// Pages served next to the API (default none; `GET /` is then 404 `NOT_FOUND`).
+    pub pages: Vec<Page>,
     /// How long shutdown waits for cancelled runs to write their checkpoint (default 10 s).
     pub shutdown_grace: Duration,
     /// Live reload (default on): [`serve_on`] polls the files of compiled graphs and serves
@@ -138,6 +150,7 @@ impl ServerConfig {
             events_per_thread: 500,
             event_bytes_per_thread: 2 << 20,
             registry: default_registry(),
+            pages: Vec::new(),
             shutdown_grace: Duration::from_secs(10),
             watch: true,
             thread_locks: None,
@@ -161,26 +174,29 @@ impl ServerConfig {
         self.thread_locks = Some(locks);
         self
     }
+
+    /// The same configuration with another registry factory.
+    pub fn registry(mut self, registry: RegistryFactory) -> Self {
+        self.registry = registry;
+        self
+    }
+
+    /// The same configuration also serving `page`.
+    pub fn page(mut self, page: Page) -> Self {
+        self.pages.push(page);
+        self
+    }
 }
 
-/// The std-tools registry over the built-in node-type catalogue (loaded once).
+/// The DSL's built-in kinds and the agent kinds (`llm`, `tool_executor`, `compact`,
+/// `agent_output`) with no tools: enough for graphs without tools; applications give their
+/// own factory in [`ServerConfig::registry`].
 pub fn default_registry() -> RegistryFactory {
-    let catalogue = Arc::new(
-        agentgraph_std_tools::catalogue::Catalogue::builtin()
-            .unwrap_or_else(|_| agentgraph_std_tools::catalogue::Catalogue::new()),
-    );
-    Arc::new(move || {
+    Arc::new(|| {
         let mut reg = Registry::default();
-        agentgraph_std_tools::dsl::register(&mut reg, catalogue.clone());
+        agentgraph_dsl::agents::register(&mut reg, Default::default());
         reg
     })
-}
-
-/// A run in flight on a thread.
-#[derive(Clone)]
-pub(crate) struct ActiveRun {
-    pub(crate) run_id: String,
-    pub(crate) cancel: CancellationToken,
 }
 
 pub(crate) struct Inner {
@@ -192,6 +208,7 @@ pub(crate) struct Inner {
     pub(crate) tasks: TaskTracker,
     pub(crate) shutdown: CancellationToken,
     pub(crate) max_body_bytes: usize,
+    pub(crate) pages: Vec<Page>,
     pub(crate) shutdown_grace: Duration,
     pub(crate) watch: bool,
 }
@@ -268,6 +285,7 @@ impl ServerState {
                 tasks: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
                 max_body_bytes: config.max_body_bytes,
+                pages: config.pages.clone(),
                 shutdown_grace: config.shutdown_grace,
                 watch: config.watch,
             }),

@@ -1,10 +1,12 @@
 //! The HTTP endpoints.
 
 use crate::error::ApiError;
-use crate::{ActiveRun, ServerState, Versioned};
-use agentgraph_runtime::checkpoint::ThreadLease;
+use crate::events::Replayed;
+use crate::runs::{self, Cancelled};
+use crate::thread_run::{open_run, OpenError, OpenRun, Opening};
+use crate::{ServerState, Versioned};
 use agentgraph_runtime::{
-    CompiledGraph, Input, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunStatus,
+    CompiledGraph, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunErrorKind,
 };
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
@@ -13,19 +15,25 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use futures::StreamExt;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
-use std::collections::VecDeque;
 use std::convert::Infallible;
-use tokio_util::sync::CancellationToken;
 
 /// The router with every endpoint, over `state` (mount it in an existing axum app, or serve
 /// it with [`crate::serve_on`]).
 pub fn router(state: ServerState) -> Router {
     let limit = state.inner.max_body_bytes;
-    Router::new()
-        .route("/", get(index))
-        .route("/graphs", get(list_graphs))
+    let pages = state.inner.pages.clone();
+    let mut app = Router::new();
+    for page in pages {
+        let (path, content_type, body) = (page.path.clone(), page.content_type, page.body);
+        app = app.route(
+            &path,
+            get(move || async move { ([(axum::http::header::CONTENT_TYPE, content_type)], body) }),
+        );
+    }
+    app.route("/graphs", get(list_graphs))
         .route("/graphs/{*name}", get(graph_status))
         .route("/threads", get(list_threads))
         .route("/threads/{id}/runs", post(start_run))
@@ -49,11 +57,6 @@ pub fn router(state: ServerState) -> Router {
 }
 
 type ApiResult<T> = Result<T, ApiError>;
-
-/// `GET /`: the chat page (static HTML and JS, no build step).
-async fn index() -> axum::response::Html<&'static str> {
-    axum::response::Html(include_str!("../static/index.html"))
-}
 
 /// Thread ids: 1 to 128 characters among letters, digits and `_ . : -`.
 fn check_thread(id: &str) -> ApiResult<()> {
@@ -90,21 +93,28 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
         .map_err(|r| ApiError::bad_request("BAD_QUERY", r.body_text()))
 }
 
+/// A run error as HTTP, by its kind: the caller's fault 400, another graph's thread 409,
+/// anything else 500.
 fn run_error(e: RunError) -> ApiError {
-    match e {
-        RunError::InvalidInput(_)
-        | RunError::Resume(_)
-        | RunError::NothingToResume(_)
-        | RunError::CheckpointNotFound { .. }
-        | RunError::Update(_) => ApiError::bad_request("BAD_INPUT", e.to_string()),
-        RunError::SchemaMismatch { .. } => ApiError::conflict(
+    match e.kind() {
+        RunErrorKind::Caller => ApiError::bad_request("BAD_INPUT", e.to_string()),
+        RunErrorKind::Conflict => ApiError::conflict(
             "THREAD_GRAPH_MISMATCH",
             format!(
                 "{e}; the thread's checkpoints were written by another graph (or an \
                  incompatible version of it): pass that graph, or use a new thread id"
             ),
         ),
-        other => ApiError::internal(other.to_string()),
+        RunErrorKind::Cancelled | RunErrorKind::Failed => ApiError::internal(e.to_string()),
+    }
+}
+
+fn open_error(e: OpenError) -> ApiError {
+    match e {
+        OpenError::Input(e) => ApiError::bad_request("BAD_INPUT", e.to_string()),
+        OpenError::Run(e) => run_error(e),
+        OpenError::NoThread(_) => ApiError::not_found("THREAD_NOT_FOUND", e.to_string()),
+        OpenError::NothingToResume(_) => ApiError::bad_request("NOTHING_TO_RESUME", e.to_string()),
     }
 }
 
@@ -158,23 +168,6 @@ fn modes(list: Option<Vec<String>>) -> ApiResult<Modes> {
     }
 }
 
-fn ensure_idle(state: &ServerState, thread: &str) -> ApiResult<()> {
-    if state.inner.shutdown.is_cancelled() {
-        return Err(ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "SHUTTING_DOWN",
-            "the server is shutting down",
-        ));
-    }
-    match state.runs().get(thread) {
-        Some(r) => Err(ApiError::conflict(
-            "RUN_ACTIVE",
-            format!("run {} is active on thread {thread}", r.run_id),
-        )),
-        None => Ok(()),
-    }
-}
-
 async fn start_run(
     State(state): State<ServerState>,
     Path(thread): Path<String>,
@@ -193,36 +186,23 @@ async fn start_run(
         }
     };
     let modes = modes(req.stream_modes)?;
-    ensure_idle(&state, &thread)?;
+    runs::ensure_idle(&state, &thread)?;
     let graph = state.inner.graphs.get_versioned(&req.graph).await?;
-    // Input the graph's typed channels refuse is a 400 now, not a run that fails later.
-    graph
-        .0
-        .check_input(&input)
-        .map_err(|e| ApiError::bad_request("BAD_INPUT", e.to_string()))?;
-    // A thread holding another graph's state is refused before it is re-bound to this one
-    // (409 THREAD_GRAPH_MISMATCH); its state stays readable with its own graph.
-    graph.0.get_state(&thread, None).await.map_err(run_error)?;
+    let mut config = RunConfig::thread(thread.clone()).modes(modes);
+    config.recursion_limit = req.recursion_limit;
+    if let Some(c) = req.config {
+        config.configurable = c;
+    }
+    let run = open_run(&graph.0, Opening::Input(input), config)
+        .await
+        .map_err(open_error)?;
     if req.recursion_limit == Some(0) {
         return Err(ApiError::bad_request(
             "BAD_REQUEST",
             "recursion_limit must be at least 1",
         ));
     }
-    let mut config = RunConfig::thread(thread.clone()).modes(modes);
-    config.recursion_limit = req.recursion_limit;
-    if let Some(c) = req.config {
-        config.configurable = c;
-    }
-    launch(
-        &state,
-        &thread,
-        &req.graph,
-        graph,
-        Input::Values(input),
-        config,
-    )
-    .await
+    start(&state, &thread, &req.graph, graph, run).await
 }
 
 async fn resume(
@@ -241,7 +221,7 @@ async fn resume(
         other => body(other)?,
     };
     let modes = modes(req.stream_modes)?;
-    ensure_idle(&state, &thread)?;
+    runs::ensure_idle(&state, &thread)?;
     let name = match req.graph {
         Some(g) => g,
         None => state.inner.events.graph_of(&thread)?.ok_or_else(|| {
@@ -254,193 +234,34 @@ async fn resume(
         .graphs
         .pinned(&state.inner.events, &thread, &name)
         .await?;
-    let snapshot = graph
-        .0
-        .get_state(&thread, None)
-        .await
-        .map_err(run_error)?
-        .ok_or_else(|| ApiError::not_found("THREAD_NOT_FOUND", format!("no thread {thread}")))?;
-    let input = if !snapshot.interrupts.is_empty() {
-        match req.values_by_id {
-            Some(map) => Input::Resume(Resume::ById(map)),
-            None => Input::Resume(Resume::Value(req.value)),
-        }
-    } else if !snapshot.next.is_empty() {
-        Input::Continue
-    } else {
-        return Err(ApiError::bad_request(
-            "NOTHING_TO_RESUME",
-            format!("thread {thread} has no pending interrupt and nothing left to run"),
-        ));
+    let answer = match req.values_by_id {
+        Some(map) => Resume::ById(map),
+        None => Resume::Value(req.value),
     };
     let config = RunConfig::thread(thread.clone()).modes(modes);
-    launch(&state, &thread, &name, graph, input, config).await
+    let run = open_run(&graph.0, Opening::Resume(answer), config)
+        .await
+        .map_err(open_error)?;
+    start(&state, &thread, &name, graph, run).await
 }
 
-/// Takes the thread's shared lease when the server has thread locks (409 when another
-/// server runs the thread), registers the run (409 if one is active here) and spawns it;
-/// answers 202.
-async fn launch(
+/// Starts an opened run; answers 202 `{run_id, thread_id, graph, graph_version}`.
+async fn start(
     state: &ServerState,
     thread: &str,
     graph_name: &str,
-    (graph, version): Versioned,
-    input: Input,
-    mut config: RunConfig,
+    graph: Versioned,
+    run: OpenRun,
 ) -> ApiResult<Response> {
-    let lease = match &state.inner.thread_locks {
-        None => None,
-        Some(locks) => match locks.try_acquire(thread).await {
-            Ok(Some(lease)) => Some(lease),
-            Ok(None) => {
-                // Active here (the local check below says which run) or on another server.
-                ensure_idle(state, thread)?;
-                return Err(ApiError::conflict(
-                    "RUN_ACTIVE",
-                    format!("a run is active on thread {thread} on another server"),
-                ));
-            }
-            Err(e) => {
-                return Err(ApiError::new(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "STORAGE_UNAVAILABLE",
-                    format!("cannot take the lock of thread {thread}: {e}"),
-                ))
-            }
-        },
-    };
-    let run_id = uuid::Uuid::new_v4().to_string();
-    // The engine uses the same id: checkpoint metadata `run_id` and `usage.runs` keys match
-    // what the client was given and what the `run` events say.
-    config.run_id = Some(run_id.clone());
-    // With a shared lease, a cancel request made on another server fires its token.
-    let cancel = lease
-        .as_ref()
-        .map(|l| l.cancellation().clone())
-        .unwrap_or_default();
-    config.cancel = cancel.clone();
-    {
-        let mut runs = state.runs();
-        if let Some(r) = runs.get(thread) {
-            return Err(ApiError::conflict(
-                "RUN_ACTIVE",
-                format!("run {} is active on thread {thread}", r.run_id),
-            ));
-        }
-        if state.inner.shutdown.is_cancelled() {
-            return Err(ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "SHUTTING_DOWN",
-                "the server is shutting down",
-            ));
-        }
-        runs.insert(
-            thread.to_string(),
-            ActiveRun {
-                run_id: run_id.clone(),
-                cancel,
-            },
-        );
-    }
-    let version_id = version.as_ref().map(|v| v.id.clone());
-    if let Ok(path) = state.inner.graphs.resolve(graph_name) {
-        let events = &state.inner.events;
-        state
-            .inner
-            .graphs
-            .pin(events, thread, path, graph.clone(), version);
-    }
-    if let Err(e) = state.inner.events.set_graph(thread, graph_name) {
-        tracing::warn!(thread, "cannot record the thread's graph: {e}");
-    }
-    let st = state.clone();
-    let (t, rid, vid) = (thread.to_string(), run_id.clone(), version_id.clone());
-    state
-        .inner
-        .tasks
-        .spawn(async move { drive(st, t, (rid, vid), graph, input, config, lease).await });
+    let started = runs::start(state, thread, graph_name, graph, run).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(
-            json!({ "run_id": run_id, "thread_id": thread, "graph": graph_name,
-            "graph_version": version_id }),
+            json!({ "run_id": started.run_id, "thread_id": thread, "graph": graph_name,
+            "graph_version": started.graph_version }),
         ),
     )
         .into_response())
-}
-
-fn envelope(seq: u64, mode: &str, data: Value) -> String {
-    json!({ "seq": seq, "ns": [], "mode": mode, "node": null, "data": data }).to_string()
-}
-
-/// Runs a graph, appending its events (renumbered with the thread's event ids) to the
-/// thread's log, then a `run` event with how it ended.
-async fn drive(
-    state: ServerState,
-    thread: String,
-    (run_id, graph_version): (String, Option<String>),
-    graph: CompiledGraph,
-    input: Input,
-    config: RunConfig,
-    lease: Option<ThreadLease>,
-) {
-    let events = &state.inner.events;
-    let log = |r: Result<u64, crate::ServerError>| {
-        if let Err(e) = r {
-            tracing::warn!(thread = %thread, "cannot store an event: {e}");
-        }
-    };
-    log(events.append(&thread, |seq| {
-        envelope(
-            seq,
-            "run",
-            json!({ "status": "started", "run_id": run_id, "graph_version": graph_version }),
-        )
-    }));
-    log(events.set_running(&thread, Some(&run_id)).map(|()| 0));
-    let mut stream = graph.stream(input, config);
-    while let Some(ev) = stream.next().await {
-        let mut v = serde_json::to_value(&ev).unwrap_or(Value::Null);
-        log(events.append(&thread, |seq| {
-            if let Some(o) = v.as_object_mut() {
-                o.insert("seq".into(), json!(seq));
-            }
-            v.to_string()
-        }));
-    }
-    let finished = stream.finish().await;
-    // A thread that may be resumed keeps its graph version; else the next run takes the newest.
-    let resumable = matches!(
-        &finished,
-        Ok(out) if matches!(out.status, RunStatus::Interrupted { .. })
-    ) || matches!(&finished, Err(RunError::Cancelled(_)));
-    let data = match finished {
-        Ok(out) => match out.status {
-            RunStatus::Done => json!({ "status": "done", "run_id": run_id,
-                "checkpoint_id": out.checkpoint_id }),
-            RunStatus::Interrupted { interrupts, next } => json!({
-                "status": "interrupted", "run_id": run_id, "interrupts": interrupts,
-                "next": next, "checkpoint_id": out.checkpoint_id }),
-        },
-        Err(RunError::Cancelled(_)) => json!({ "status": "cancelled", "run_id": run_id }),
-        Err(e) => json!({ "status": "failed", "run_id": run_id, "error": e.to_string() }),
-    };
-    // The shared lease goes first, so another server may take the thread as soon as a
-    // client has seen the end event.
-    if let Some(lease) = lease {
-        lease.release().await;
-    }
-    // The end event and the removal happen under the runs lock, so a run started after the
-    // client saw the end event never interleaves with it and never gets 409.
-    let mut runs = state.runs();
-    log(events.append(&thread, |seq| envelope(seq, "run", data)));
-    log(events.set_running(&thread, None).map(|()| 0));
-    if runs.get(&thread).is_some_and(|r| r.run_id == run_id) {
-        if !resumable {
-            state.inner.graphs.unpin(events, &thread);
-        }
-        runs.remove(&thread);
-    }
 }
 
 async fn cancel(
@@ -448,30 +269,15 @@ async fn cancel(
     Path(thread): Path<String>,
 ) -> ApiResult<Json<Value>> {
     check_thread(&thread)?;
-    let run = state.runs().get(&thread).cloned();
-    if let Some(r) = &run {
-        r.cancel.cancel();
-        return Ok(Json(json!({
-            "thread_id": thread,
-            "cancelled": true,
-            "run_id": r.run_id,
-        })));
-    }
-    // Not running here: ask whichever server holds the thread's lease.
-    let elsewhere = match &state.inner.thread_locks {
-        Some(locks) => locks.request_cancel(&thread).await.map_err(|e| {
-            ApiError::new(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "STORAGE_UNAVAILABLE",
-                format!("cannot reach the other servers to cancel thread {thread}: {e}"),
-            )
-        })?,
-        None => false,
+    let body = match runs::cancel(&state, &thread).await? {
+        Cancelled::Here { run_id } => {
+            json!({ "thread_id": thread, "cancelled": true, "run_id": run_id })
+        }
+        Cancelled::Elsewhere => {
+            json!({ "thread_id": thread, "cancelled": true, "run_id": null, "elsewhere": true })
+        }
+        Cancelled::Nothing => json!({ "thread_id": thread, "cancelled": false, "run_id": null }),
     };
-    let mut body = json!({ "thread_id": thread, "cancelled": elsewhere, "run_id": null });
-    if elsewhere {
-        body["elsewhere"] = json!(true);
-    }
     Ok(Json(body))
 }
 
@@ -494,54 +300,24 @@ async fn events(
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
         .or(q.last_event_id);
-    let hub = state.inner.events.hub(&thread)?;
     let last = match last {
-        Some(s) if !s.trim().is_empty() => s.trim().parse::<u64>().map_err(|_| {
+        Some(s) if !s.trim().is_empty() => Some(s.trim().parse::<u64>().map_err(|_| {
             ApiError::bad_request("BAD_LAST_EVENT_ID", format!("`{s}` is not an event id"))
-        })?,
-        _ => hub.last_seq(),
+        })?),
+        _ => None,
     };
-    struct St {
-        hub: std::sync::Arc<crate::events::Hub>,
-        rx: tokio::sync::watch::Receiver<u64>,
-        last: u64,
-        buf: VecDeque<crate::StoredEvent>,
-        shutdown: CancellationToken,
-    }
-    let st = St {
-        rx: hub.subscribe(),
-        hub,
-        last,
-        buf: VecDeque::new(),
-        shutdown: state.inner.shutdown.clone(),
-    };
-    let stream = futures::stream::unfold(st, |mut st| async move {
-        loop {
-            if let Some(e) = st.buf.pop_front() {
-                if e.seq > st.last + 1 {
-                    // Events the bounded log no longer holds: say which, without an id (the
-                    // client's Last-Event-ID stays where it was until the next real event).
-                    let gap = json!({ "from": st.last + 1, "to": e.seq - 1 }).to_string();
-                    st.last = e.seq - 1;
-                    st.buf.push_front(e);
-                    let ev = SseEvent::default().event("gap").data(gap);
-                    return Some((Ok::<_, Infallible>(ev), st));
-                }
-                st.last = e.seq;
-                let ev = SseEvent::default().id(e.seq.to_string()).data(&*e.json);
-                return Some((Ok::<_, Infallible>(ev), st));
-            }
-            st.rx.borrow_and_update();
-            let fresh = st.hub.after(st.last);
-            if !fresh.is_empty() {
-                st.buf.extend(fresh);
-                continue;
-            }
-            tokio::select! {
-                r = st.rx.changed() => if r.is_err() { return None },
-                _ = st.shutdown.cancelled() => return None,
-            }
-        }
+    let replay = state
+        .inner
+        .events
+        .replay(&thread, last, state.inner.shutdown.clone())?;
+    let stream = replay.map(|item| {
+        Ok::<_, Infallible>(match item {
+            Replayed::Event(e) => SseEvent::default().id(e.seq.to_string()).data(&*e.json),
+            // Without an id: the client's Last-Event-ID stays until the next real event.
+            Replayed::Gap { from, to } => SseEvent::default()
+                .event("gap")
+                .data(json!({ "from": from, "to": to }).to_string()),
+        })
     });
     Ok(Sse::new(stream)
         .keep_alive(KeepAlive::default())

@@ -16,7 +16,8 @@ async fn scripted_react_agent_streams_tokens_tool_progress_and_updates() {
     std::env::set_current_dir(work.path()).expect("cd");
     std::env::set_var("AGENTGRAPH_PROVIDER", "scripted");
     let graphs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../graphs");
-    let config = ServerConfig::new(graphs, work.path().join("db"));
+    let n8n = agentgraph_n8n::N8n::new(agentgraph_n8n::CatalogueSource::Builtin);
+    let config = ServerConfig::new(graphs, work.path().join("db")).registry(n8n.registry_factory());
     let state = ServerState::new(&config).expect("state");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

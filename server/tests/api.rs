@@ -649,33 +649,27 @@ async fn a_run_left_mid_way_by_a_killed_server_ends_interrupted_on_restart() {
             bytes: 1 << 20,
         };
         let store = EventStore::open(&db.join("server-events"), limits).expect("open");
-        let ev = |seq: u64, mode: &str, data: Value| {
-            json!({"seq": seq, "ns": [], "mode": mode, "node": null, "data": data}).to_string()
-        };
+        // The store gives each event its id.
+        let ev =
+            |mode: &str, data: Value| json!({"ns": [], "mode": mode, "node": null, "data": data});
         store
-            .append("k1", |seq| {
-                ev(
-                    seq,
-                    "run",
-                    json!({"status": "started", "run_id": "r-killed"}),
-                )
-            })
+            .append(
+                "k1",
+                ev("run", json!({"status": "started", "run_id": "r-killed"})),
+            )
             .expect("append");
         store
-            .append("k1", |seq| {
-                ev(seq, "updates", json!({"bump": {"count": 3}}))
-            })
+            .append("k1", ev("updates", json!({"bump": {"count": 3}})))
             .expect("append");
         // A thread whose last run ended is left alone.
         store
-            .append("k2", |seq| {
-                ev(seq, "run", json!({"status": "started", "run_id": "r-ok"}))
-            })
+            .append(
+                "k2",
+                ev("run", json!({"status": "started", "run_id": "r-ok"})),
+            )
             .expect("append");
         store
-            .append("k2", |seq| {
-                ev(seq, "run", json!({"status": "done", "run_id": "r-ok"}))
-            })
+            .append("k2", ev("run", json!({"status": "done", "run_id": "r-ok"})))
             .expect("append");
         store.flush().expect("flush");
     }

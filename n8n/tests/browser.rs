@@ -8,8 +8,9 @@
 //! installs the Debian packages `chromium` and `chromium-driver`.
 
 use agentgraph_dsl::registry::{NodeBuild, NodeFactory};
+use agentgraph_n8n::{CatalogueSource, N8n, RegistryFactory, CHAT_PAGE};
 use agentgraph_runtime::{node_fn, Node};
-use agentgraph_server::{default_registry, serve_on, RegistryFactory, ServerConfig, ServerState};
+use agentgraph_server::{serve_on, Page, ServerConfig, ServerState};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -89,10 +90,15 @@ impl NodeFactory for Slow {
     }
 }
 
-/// The default registry, where `apply_operations` (after every tool batch of the builder)
+/// The builder's registry over the built-in catalogue.
+fn builder_registry() -> RegistryFactory {
+    N8n::new(CatalogueSource::Builtin).registry_factory()
+}
+
+/// The builder's registry, where `apply_operations` (after every tool batch of the builder)
 /// waits `delay` first: the scripted run takes long enough to reload the page in the middle.
 fn slow_registry(delay: Duration) -> RegistryFactory {
-    let base = default_registry();
+    let base = builder_registry();
     Arc::new(move || {
         let mut reg = base();
         let kind = reg
@@ -111,11 +117,10 @@ async fn start_server(
     registry: Option<RegistryFactory>,
 ) -> (String, tokio::sync::oneshot::Sender<()>) {
     std::env::set_var("AGENTGRAPH_PROVIDER", "scripted");
-    let mut config = ServerConfig::new(builder_graphs(root), root.join("db"));
+    let mut config = ServerConfig::new(builder_graphs(root), root.join("db"))
+        .registry(registry.unwrap_or_else(builder_registry))
+        .page(Page::html("/", CHAT_PAGE));
     config.events_per_thread = 10_000;
-    if let Some(r) = registry {
-        config.registry = r;
-    }
     let state = ServerState::new(&config).expect("state");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await

@@ -1,4 +1,4 @@
-//! A tiny bounded run of the loopback load test (`src/bin/loadtest.rs`): every run completes
+//! A tiny bounded run of the server's loopback load test (`src/bin/loadtest.rs`): every run completes
 //! and every event arrives exactly once and in order, for the scripted agent (the default:
 //! token streaming and a tool call) and for plain `set` steps. No speed is asserted here; the
 //! figures come from release runs recorded in `docs/benchmarks.md`.

@@ -24,9 +24,10 @@
 //! and the run's wall time (POST → run-end event).
 //!
 //! ```text
-//! cargo run --release -p agentgraph-server --bin loadtest -- --runs 200 --concurrency 16
+//! cargo run --release -p agentgraph-bench --bin loadtest -- --runs 200 --concurrency 16
 //! ```
 
+use agentgraph_n8n::{CatalogueSource, N8n};
 use agentgraph_server::{serve_on, ServerConfig, ServerState, Storage};
 use eventsource_stream::Eventsource;
 use futures::StreamExt;
@@ -392,7 +393,9 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
     let config = ServerConfig {
         // One log per run, each far under the bound.
         events_per_thread: 500,
-        ..ServerConfig::new(graphs, work.join("db")).storage(storage)
+        ..ServerConfig::new(graphs, work.join("db"))
+            .storage(storage)
+            .registry(N8n::new(CatalogueSource::Builtin).registry_factory())
     };
     let state = match ServerState::new(&config) {
         Ok(s) => s,

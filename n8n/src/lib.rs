@@ -1,0 +1,31 @@
+//! The n8n AI workflow builder on agentgraph, in one place:
+//!
+//! - [`N8n`]: the registry builder graphs are compiled against (the agent kinds, every
+//!   std-tools tool, the `operations` reducer and `apply_operations`), over a node-type
+//!   catalogue ([`CatalogueSource`]: built-in, or the real n8n one from `--catalogue` /
+//!   `$AGENTGRAPH_N8N_CATALOGUE`) loaded the first time a tool needs it;
+//! - [`builder_graph`]: the shipped builder graphs (`single`, `multi`);
+//! - [`CHAT_PAGE`]: the builder's chat page, which the server serves at `/`;
+//! - [`validate_file`]: the `agentgraph validate` command's checks;
+//! - [`workflow_summary`]: a built workflow for people (`agentgraph chat`).
+//!
+//! ```
+//! use agentgraph_n8n::{CatalogueSource, N8n};
+//! let n8n = N8n::new(CatalogueSource::Builtin);
+//! let registry = n8n.registry_factory()();
+//! assert!(registry.tools.contains_key("search_nodes"));
+//! assert!(!n8n.catalogue_loaded(), "loaded only when a tool needs it");
+//! ```
+
+mod builder;
+mod catalogue;
+mod registry;
+mod validate;
+
+pub use builder::{builder_graph, workflow_of, workflow_summary, BUILDER_GRAPHS};
+pub use catalogue::{CatalogueLoadError, CatalogueSource, LoadedCatalogue, CATALOGUE_ENV};
+pub use registry::{FallbackHook, N8n, RegistryFactory};
+pub use validate::{validate_file, ValidateError, Validation};
+
+/// The builder's chat page (static HTML and JS, no build step), served at `/`.
+pub const CHAT_PAGE: &str = include_str!("../static/index.html");

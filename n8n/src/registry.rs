@@ -1,0 +1,269 @@
+//! The registry builder graphs are compiled against: the agent kinds, every std-tools tool,
+//! the `operations` reducer and the `apply_operations` kind, over a node-type catalogue that
+//! is loaded on first use.
+//!
+//! Names, descriptions and argument schemas do not depend on the catalogue, so the registry is
+//! assembled over an empty one; the catalogue (possibly the large real n8n one) is loaded the
+//! first time a builder tool is called or an `apply_operations` node is built. Graphs that use
+//! none of them (`graphs/examples/counter.ag`) never load it.
+
+use crate::catalogue::{CatalogueLoadError, CatalogueSource};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_dsl::agents::ToolMap;
+use agentgraph_dsl::registry::{NodeBuild, NodeFactory};
+use agentgraph_dsl::Registry;
+use agentgraph_runtime::Node;
+use agentgraph_std_tools::catalogue::Catalogue;
+use agentgraph_std_tools::dsl::{all_tools, register};
+use serde_json::Value;
+use std::sync::{Arc, OnceLock};
+
+/// Builds a fresh registry (the shape the CLI and the server take).
+pub type RegistryFactory = Arc<dyn Fn() -> Registry + Send + Sync>;
+
+/// Called when the configured catalogue cannot be loaded and the built-in one is used instead.
+pub type FallbackHook = Arc<dyn Fn(&CatalogueLoadError) + Send + Sync>;
+
+/// The builder's tools and kinds over one lazily loaded catalogue, shared by every registry
+/// it builds.
+pub struct N8n {
+    source: CatalogueSource,
+    on_fallback: Option<FallbackHook>,
+    catalogue: OnceLock<Arc<Catalogue>>,
+    /// The real tools, over the loaded catalogue.
+    tools: OnceLock<ToolMap>,
+    /// The std-tools registry over the loaded catalogue (for its `apply_operations` factory).
+    loaded: OnceLock<Registry>,
+}
+
+impl N8n {
+    /// The builder over the catalogue of `source` (not loaded yet).
+    pub fn new(source: CatalogueSource) -> Arc<Self> {
+        Self::with_fallback_hook(source, None)
+    }
+
+    /// [`N8n::new`], calling `hook` if the catalogue of `source` cannot be loaded (the
+    /// built-in one is used then; without a hook the failure is logged with `tracing`).
+    pub fn with_fallback_hook(source: CatalogueSource, hook: Option<FallbackHook>) -> Arc<Self> {
+        Arc::new(N8n {
+            source,
+            on_fallback: hook,
+            catalogue: OnceLock::new(),
+            tools: OnceLock::new(),
+            loaded: OnceLock::new(),
+        })
+    }
+
+    /// Whether the catalogue has been loaded.
+    pub fn catalogue_loaded(&self) -> bool {
+        self.catalogue.get().is_some()
+    }
+
+    /// The catalogue, loaded on the first call.
+    pub fn catalogue(&self) -> Arc<Catalogue> {
+        self.catalogue
+            .get_or_init(|| match self.source.load() {
+                Ok(c) => Arc::new(c.catalogue),
+                Err(e) => {
+                    match &self.on_fallback {
+                        Some(hook) => hook(&e),
+                        None => tracing::warn!("{e}; using the built-in node-type catalogue"),
+                    }
+                    Arc::new(Catalogue::builtin().unwrap_or_else(|_| Catalogue::new()))
+                }
+            })
+            .clone()
+    }
+
+    fn tools(&self) -> &ToolMap {
+        self.tools.get_or_init(|| all_tools(self.catalogue()))
+    }
+
+    fn loaded_registry(&self) -> &Registry {
+        self.loaded.get_or_init(|| {
+            let mut reg = Registry::default();
+            register(&mut reg, self.catalogue());
+            reg
+        })
+    }
+
+    /// A registry with every builder name; the catalogue stays unloaded until a tool or an
+    /// `apply_operations` node needs it.
+    pub fn registry(self: &Arc<Self>) -> Registry {
+        let mut reg = Registry::default();
+        // Names, docs, reducers and kinds, over an empty catalogue (cheap) ...
+        register(&mut reg, Arc::new(Catalogue::new()));
+        // ... then the catalogue-bound parts are swapped for ones that load it on first use.
+        let lazy: ToolMap = all_tools(Arc::new(Catalogue::new()))
+            .into_iter()
+            .map(|(name, t)| {
+                let tool: Arc<dyn Tool> = Arc::new(LazyTool {
+                    name: name.clone(),
+                    description: t.description().to_string(),
+                    schema: t.input_schema(),
+                    n8n: self.clone(),
+                });
+                (name, tool)
+            })
+            .collect();
+        agentgraph_dsl::agents::register(&mut reg, lazy);
+        if let Some(kind) = reg.kinds.get_mut(APPLY_OPERATIONS) {
+            kind.factory = Some(Arc::new(LazyKind {
+                kind: APPLY_OPERATIONS,
+                n8n: self.clone(),
+            }));
+        }
+        reg
+    }
+
+    /// A factory of [`N8n::registry`], for the CLI and the server.
+    pub fn registry_factory(self: &Arc<Self>) -> RegistryFactory {
+        let n8n = self.clone();
+        Arc::new(move || n8n.registry())
+    }
+}
+
+/// The std-tools kind that needs the catalogue to build its node.
+const APPLY_OPERATIONS: &str = "apply_operations";
+
+/// A tool whose real implementation (over the catalogue) is made on its first call.
+struct LazyTool {
+    name: String,
+    description: String,
+    schema: Value,
+    n8n: Arc<N8n>,
+}
+
+#[async_trait::async_trait]
+impl Tool for LazyTool {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn description(&self) -> &str {
+        &self.description
+    }
+
+    fn input_schema(&self) -> Value {
+        self.schema.clone()
+    }
+
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        if self.n8n.tools.get().is_none() {
+            // The first call may read a large catalogue from disk: off the async workers.
+            let n8n = self.n8n.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                n8n.tools();
+            })
+            .await;
+        }
+        let tool = self.n8n.tools().get(&self.name).cloned().ok_or_else(|| {
+            ToolError::new(
+                "UNKNOWN_TOOL",
+                format!("tool `{}` is not in std-tools", self.name),
+            )
+        })?;
+        tool.call(args, ctx).await
+    }
+}
+
+/// A node kind whose factory (over the catalogue) is made when its first node is built.
+struct LazyKind {
+    kind: &'static str,
+    n8n: Arc<N8n>,
+}
+
+impl NodeFactory for LazyKind {
+    fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
+        let factory = self
+            .n8n
+            .loaded_registry()
+            .kinds
+            .get(self.kind)
+            .and_then(|k| k.factory.clone())
+            .ok_or_else(|| format!("node kind `{}` is not in std-tools", self.kind))?;
+        factory.build(b)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentgraph_runtime::StateView;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A builder over a catalogue directory that does not exist, counting fallbacks.
+    fn missing_catalogue() -> (Arc<N8n>, Arc<AtomicUsize>) {
+        let fallbacks = Arc::new(AtomicUsize::new(0));
+        let count = fallbacks.clone();
+        let hook: FallbackHook = Arc::new(move |_| {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        let dir = std::env::temp_dir().join("agentgraph-n8n-no-such-catalogue");
+        let n8n = N8n::with_fallback_hook(CatalogueSource::Dir(dir), Some(hook));
+        (n8n, fallbacks)
+    }
+
+    fn graph(rel: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../graphs")
+            .join(rel)
+    }
+
+    fn compiles(n8n: &Arc<N8n>, rel: &str) {
+        // No model provider here: model errors wait for a call, none is made.
+        agentgraph_dsl::agents::defer_model_errors();
+        let project = agentgraph_dsl::Project::load(graph(rel)).expect("the graph loads");
+        if let Err(d) = project.compile(&n8n.registry()) {
+            let text: Vec<String> = d.iter().map(|x| project.render(x, false, 100)).collect();
+            panic!("{rel} does not compile: {}", text.join("\n"));
+        }
+    }
+
+    #[test]
+    fn graphs_without_builder_tools_never_load_the_catalogue() {
+        let (n8n, fallbacks) = missing_catalogue();
+        let reg = n8n.registry_factory()();
+        assert!(reg.tools.contains_key("search_nodes"));
+        assert!(reg.kinds.contains_key("apply_operations"));
+        compiles(&n8n, "examples/counter.ag");
+        compiles(&n8n, "agents/react-agent.ag");
+        assert!(!n8n.catalogue_loaded());
+        assert_eq!(fallbacks.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn an_apply_operations_node_loads_the_catalogue_once() {
+        let (n8n, fallbacks) = missing_catalogue();
+        compiles(&n8n, "workflow-builder/single-agent.ag");
+        assert!(n8n.catalogue_loaded());
+        compiles(&n8n, "workflow-builder/multi-agent.ag");
+        // The directory is missing: the built-in catalogue serves, said once.
+        assert_eq!(fallbacks.load(Ordering::SeqCst), 1);
+        assert!(n8n.catalogue().len() > 10);
+    }
+
+    #[tokio::test]
+    async fn a_builder_tool_loads_the_catalogue_on_its_first_call() {
+        let n8n = N8n::new(CatalogueSource::Builtin);
+        let real = all_tools(Arc::new(Catalogue::new()));
+        let search = &real["search_nodes"];
+        let tool = LazyTool {
+            name: "search_nodes".into(),
+            description: search.description().into(),
+            schema: search.input_schema(),
+            n8n: n8n.clone(),
+        };
+        assert!(!n8n.catalogue_loaded());
+        let ctx = ToolContext::detached(StateView::from_object(serde_json::json!({})));
+        let out = tool
+            .call(
+                serde_json::json!({"queries": [{"queryType": "name", "query": "gmail"}]}),
+                &ctx,
+            )
+            .await;
+        assert!(n8n.catalogue_loaded());
+        let text = format!("{out:?}");
+        assert!(text.to_lowercase().contains("gmail"), "{text}");
+    }
+}
