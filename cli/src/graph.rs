@@ -74,13 +74,12 @@ pub fn load(ctx: &Ctx, path: &Path) -> Result<CompiledGraph, u8> {
     let json = ctx.json;
     let project = load_project(path)?;
     let reg = (ctx.registry)();
-    match project.compile(&reg) {
-        Ok(g) => {
-            let warnings = project.check(&reg);
-            if !warnings.is_empty() && !json {
-                print_diagnostics(&project, &warnings, false);
+    match project.check_and_compile(&reg) {
+        Ok(compiled) => {
+            if !compiled.warnings.is_empty() && !json {
+                print_diagnostics(&project, &compiled.warnings, false);
             }
-            Ok(g)
+            Ok(compiled.graph)
         }
         Err(diags) => {
             // In JSON mode stdout is for results: diagnostics go to stderr as JSON.

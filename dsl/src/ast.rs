@@ -299,6 +299,64 @@ impl Entry {
             Entry::Value { key, .. } | Entry::Block { key, .. } => key,
         }
     }
+
+    /// The first entry of `entries` with key `key`.
+    pub fn find<'a>(entries: &'a [Entry], key: &str) -> Option<&'a Entry> {
+        entries.iter().find(|e| e.key().name == key)
+    }
+
+    /// The value of the first `key: value` entry of `entries` with key `key`.
+    pub fn find_value<'a>(entries: &'a [Entry], key: &str) -> Option<&'a Expr> {
+        entries.iter().find_map(|e| match e {
+            Entry::Value { key: k, value } if k.name == key => Some(value),
+            _ => None,
+        })
+    }
+
+    /// The entries of the first `key { … }` block of `entries` with key `key`.
+    pub fn find_block<'a>(entries: &'a [Entry], key: &str) -> Option<&'a [Entry]> {
+        entries.iter().find_map(|e| match e {
+            Entry::Block {
+                key: k, entries, ..
+            } if k.name == key => Some(entries.as_slice()),
+            _ => None,
+        })
+    }
+}
+
+impl NodeDecl {
+    /// The kind the node has: written, `subgraph`, `set` when it has a `set` block, `noop`
+    /// when it has no body; `None` when it has a body but no kind.
+    pub fn kind_name(&self) -> Option<String> {
+        match &self.kind {
+            Some(NodeKind::Named(k)) => Some(k.name.clone()),
+            Some(NodeKind::Subgraph(_)) => Some("subgraph".into()),
+            None if Entry::find(&self.body, "set").is_some() => Some("set".into()),
+            None if !self.has_body => Some("noop".into()),
+            None => None,
+        }
+    }
+
+    /// The value of entry `key: value`.
+    pub fn value(&self, key: &str) -> Option<&Expr> {
+        Entry::find_value(&self.body, key)
+    }
+
+    /// The entries of block `key { … }`.
+    pub fn block(&self, key: &str) -> Option<&[Entry]> {
+        Entry::find_block(&self.body, key)
+    }
+}
+
+impl Expr {
+    /// The name an entry value names: `messages` or `"messages"`.
+    pub fn as_name(&self) -> Option<&str> {
+        match &self.kind {
+            ExprKind::Name { name } => Some(name.name.as_str()),
+            ExprKind::Str { lit } => Some(lit.value.as_str()),
+            _ => None,
+        }
+    }
 }
 
 /// `a -> b -> c`, `[a, b] -> c`, `a -> route { … }`, `a -> send …`.

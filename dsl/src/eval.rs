@@ -1,6 +1,7 @@
 //! Evaluating expressions and templates against a graph's state at run time.
 
 use crate::ast::{BinOp, Expr, ExprKind, UnOp};
+use crate::extensions::Extensions;
 use agentgraph_runtime::StateView;
 use serde_json::{Map, Number, Value};
 
@@ -15,6 +16,8 @@ pub struct Scope<'a> {
     pub state: Option<&'a StateView>,
     /// Local names, searched last to first.
     pub locals: Vec<(&'a str, Value)>,
+    /// Registered filters and functions (the built-in ones only when `None`).
+    pub extensions: Option<&'a Extensions>,
 }
 
 impl<'a> Scope<'a> {
@@ -23,6 +26,7 @@ impl<'a> Scope<'a> {
         Scope {
             state: Some(state),
             locals: Vec::new(),
+            extensions: None,
         }
     }
 
@@ -31,7 +35,14 @@ impl<'a> Scope<'a> {
         Scope {
             state: None,
             locals: Vec::new(),
+            extensions: None,
         }
+    }
+
+    /// The same scope with the registered filters and functions of `extensions`.
+    pub fn with_extensions(mut self, extensions: &'a Extensions) -> Self {
+        self.extensions = Some(extensions);
+        self
     }
 
     /// Looks a name up.
@@ -75,6 +86,25 @@ pub fn truthy(v: &Value) -> bool {
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
     }
+}
+
+/// Calls a built-in function, else one the scope's extensions registered.
+fn call(name: &str, args: &[Value], scope: &Scope) -> Result<Value, EvalError> {
+    if crate::functions::spec(name).is_some() {
+        return crate::functions::call(name, args);
+    }
+    let Some(f) = scope.extensions.and_then(|x| x.function(name)) else {
+        return Err(EvalError(format!("unknown function `{name}`")));
+    };
+    if args.len() < f.min || args.len() > f.max {
+        return Err(EvalError(format!(
+            "{name}() takes {}..={} arguments, got {}",
+            f.min,
+            f.max,
+            args.len()
+        )));
+    }
+    (f.call)(args).map_err(|e| EvalError(format!("{name}(): {e}")))
 }
 
 /// Evaluates an expression.
@@ -135,7 +165,7 @@ pub fn eval(e: &Expr, scope: &Scope) -> Result<Value, EvalError> {
                 .iter()
                 .map(|a| eval(a, scope))
                 .collect::<Result<Vec<_>, _>>()?;
-            crate::functions::call(&func.name, &vals)?
+            call(&func.name, &vals, scope)?
         }
         ExprKind::List { items } => Value::Array(
             items

@@ -8,49 +8,47 @@
 //! fails at that node with the message (not retried; `code` defaults to `FAILED`), which a
 //! `catch:` boundary around a subgraph can turn into state like any other node failure.
 
-use crate::ast::{Entry, Expr, NodeDecl};
+use crate::ast::Expr;
 use crate::eval::{eval, Scope};
+use crate::extensions::Extensions;
 use crate::registry::{NodeBuild, NodeFactory};
 use agentgraph_runtime::{Node, NodeError, TaskContext, Update};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
 
-fn entry<'a>(n: &'a NodeDecl, key: &str) -> Option<&'a Expr> {
-    n.body.iter().find_map(|e| match e {
-        Entry::Value { key: k, value } if k.name == key => Some(value),
-        _ => None,
-    })
-}
-
 /// Builds `fail` nodes.
 pub(crate) struct FailFactory;
 
 impl NodeFactory for FailFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
-        let message = entry(b.node, "message")
+        let message = b
+            .expr("message")
             .cloned()
             .ok_or("`message` is the error text (an expression)")?;
-        let code = match entry(b.node, "code") {
-            None => "FAILED".to_string(),
-            Some(e) => match eval(e, &Scope::empty()) {
-                Ok(Value::String(s)) if !s.is_empty() => s,
-                _ => return Err("`code` is a constant string such as \"BAD_FORMAT\"".into()),
-            },
+        let code = match b.constant("code") {
+            Ok(None) => "FAILED".to_string(),
+            Ok(Some(Value::String(s))) if !s.is_empty() => s,
+            _ => return Err("`code` is a constant string such as \"BAD_FORMAT\"".into()),
         };
-        Ok(Arc::new(FailNode { message, code }))
+        Ok(Arc::new(FailNode {
+            message,
+            code,
+            extensions: b.extensions.clone(),
+        }))
     }
 }
 
 struct FailNode {
     message: Expr,
     code: String,
+    extensions: Arc<Extensions>,
 }
 
 #[async_trait]
 impl Node for FailNode {
     async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
-        let mut scope = Scope::state(ctx.state());
+        let mut scope = Scope::state(ctx.state()).with_extensions(&self.extensions);
         if let Some(Value::Object(p)) = ctx.payload() {
             for (k, v) in p {
                 scope.locals.push((k.as_str(), v.clone()));

@@ -244,6 +244,21 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             args.len()
         )));
     }
+    if args.is_empty() {
+        return Err(bad(name, args));
+    }
+    match name {
+        "len" | "last" | "first" | "contains" | "keys" | "values" | "range" | "join" | "sum"
+        | "coalesce" => collections(name, args),
+        "last_human" | "has_tool_calls" | "tool_called" | "last_tool_result" => {
+            conversation(name, args)
+        }
+        _ => conversions(name, args),
+    }
+}
+
+/// Functions over lists, objects and strings as collections.
+fn collections(name: &str, args: &[Value]) -> Result<Value, EvalError> {
     let a0 = &args[0];
     Ok(match name {
         "len" => Value::from(match a0 {
@@ -267,14 +282,6 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             (Value::Null, _) => false,
             _ => return Err(bad(name, args)),
         }),
-        "lower" | "upper" => match a0 {
-            Value::String(s) => Value::String(if name == "lower" {
-                s.to_lowercase()
-            } else {
-                s.to_uppercase()
-            }),
-            _ => return Err(bad(name, args)),
-        },
         "keys" => match a0 {
             Value::Object(o) => Value::Array(o.keys().cloned().map(Value::String).collect()),
             _ => return Err(bad(name, args)),
@@ -294,62 +301,6 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             }
             Value::Array((lo..hi).map(Value::from).collect())
         }
-        "last_human" => match a0 {
-            Value::Array(_) => agentgraph_runtime::messages::last_of_type(a0, "human")
-                .cloned()
-                .unwrap_or(Value::Null),
-            Value::Null => Value::Null,
-            _ => return Err(bad(name, args)),
-        },
-        "has_tool_calls" => Value::Bool(
-            a0.get("tool_calls")
-                .and_then(Value::as_array)
-                .is_some_and(|c| !c.is_empty()),
-        ),
-        "tool_called" => {
-            let tool = args[1].as_str().ok_or_else(|| bad(name, args))?;
-            Value::Bool(match a0 {
-                Value::Array(ms) => ms.iter().any(|m| {
-                    m.get("type").and_then(Value::as_str) == Some("tool")
-                        && m.get("name").and_then(Value::as_str) == Some(tool)
-                }),
-                Value::Null => false,
-                _ => return Err(bad(name, args)),
-            })
-        }
-        "last_tool_result" => {
-            let tool = args[1].as_str().ok_or_else(|| bad(name, args))?;
-            match a0 {
-                Value::Array(ms) => ms
-                    .iter()
-                    .rev()
-                    .find(|m| {
-                        m.get("type").and_then(Value::as_str) == Some("tool")
-                            && m.get("name").and_then(Value::as_str) == Some(tool)
-                    })
-                    .and_then(|m| m.get("content").cloned())
-                    .unwrap_or(Value::Null),
-                Value::Null => Value::Null,
-                _ => return Err(bad(name, args)),
-            }
-        }
-        "env" => {
-            let key = a0.as_str().ok_or_else(|| bad(name, args))?;
-            match std::env::var(key) {
-                Ok(v) => Value::String(v),
-                Err(_) => args.get(1).cloned().unwrap_or(Value::Null),
-            }
-        }
-        "str" => Value::String(match a0 {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        }),
-        "int" => match a0 {
-            Value::Number(n) => Value::from(n.as_f64().unwrap_or(0.0) as i64),
-            Value::String(s) => Value::from(s.trim().parse::<i64>().map_err(|_| bad(name, args))?),
-            Value::Bool(b) => Value::from(i64::from(*b)),
-            _ => return Err(bad(name, args)),
-        },
         "join" => match (a0, &args[1]) {
             (Value::Array(a), Value::String(sep)) => Value::String(
                 a.iter()
@@ -392,6 +343,86 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             .find(|v| !v.is_null())
             .cloned()
             .unwrap_or(Value::Null),
+        _ => return Err(EvalError(format!("unknown function `{name}`"))),
+    })
+}
+
+/// Functions over a conversation (a message list) and its messages.
+fn conversation(name: &str, args: &[Value]) -> Result<Value, EvalError> {
+    let a0 = &args[0];
+    Ok(match name {
+        "last_human" => match a0 {
+            Value::Array(_) => agentgraph_runtime::messages::last_of_type(a0, "human")
+                .cloned()
+                .unwrap_or(Value::Null),
+            Value::Null => Value::Null,
+            _ => return Err(bad(name, args)),
+        },
+        "has_tool_calls" => Value::Bool(
+            a0.get("tool_calls")
+                .and_then(Value::as_array)
+                .is_some_and(|c| !c.is_empty()),
+        ),
+        "tool_called" => {
+            let tool = args[1].as_str().ok_or_else(|| bad(name, args))?;
+            Value::Bool(match a0 {
+                Value::Array(ms) => ms.iter().any(|m| {
+                    m.get("type").and_then(Value::as_str) == Some("tool")
+                        && m.get("name").and_then(Value::as_str) == Some(tool)
+                }),
+                Value::Null => false,
+                _ => return Err(bad(name, args)),
+            })
+        }
+        "last_tool_result" => {
+            let tool = args[1].as_str().ok_or_else(|| bad(name, args))?;
+            match a0 {
+                Value::Array(ms) => ms
+                    .iter()
+                    .rev()
+                    .find(|m| {
+                        m.get("type").and_then(Value::as_str) == Some("tool")
+                            && m.get("name").and_then(Value::as_str) == Some(tool)
+                    })
+                    .and_then(|m| m.get("content").cloned())
+                    .unwrap_or(Value::Null),
+                Value::Null => Value::Null,
+                _ => return Err(bad(name, args)),
+            }
+        }
+        _ => return Err(EvalError(format!("unknown function `{name}`"))),
+    })
+}
+
+/// Conversions, text case, the environment and channel writes.
+fn conversions(name: &str, args: &[Value]) -> Result<Value, EvalError> {
+    let a0 = &args[0];
+    Ok(match name {
+        "lower" | "upper" => match a0 {
+            Value::String(s) => Value::String(if name == "lower" {
+                s.to_lowercase()
+            } else {
+                s.to_uppercase()
+            }),
+            _ => return Err(bad(name, args)),
+        },
+        "env" => {
+            let key = a0.as_str().ok_or_else(|| bad(name, args))?;
+            match std::env::var(key) {
+                Ok(v) => Value::String(v),
+                Err(_) => args.get(1).cloned().unwrap_or(Value::Null),
+            }
+        }
+        "str" => Value::String(match a0 {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }),
+        "int" => match a0 {
+            Value::Number(n) => Value::from(n.as_f64().unwrap_or(0.0) as i64),
+            Value::String(s) => Value::from(s.trim().parse::<i64>().map_err(|_| bad(name, args))?),
+            Value::Bool(b) => Value::from(i64::from(*b)),
+            _ => return Err(bad(name, args)),
+        },
         "overwrite" => agentgraph_runtime::reducer::overwrite(a0.clone()),
         "file" => {
             return Err(EvalError(

@@ -1,9 +1,9 @@
 //! Habits from other formats, recognised in lines the parser could not read, with our syntax
-//! suggested instead (YAML blocks, LangGraph's Python API, n8n expressions, other arrows), and
+//! suggested instead (YAML blocks, LangGraph's Python API, `={{ … }}` expressions, other arrows), and
 //! a few common slips (an unclosed string, an operator with nothing after it).
 
 use crate::ast::Span;
-use crate::diagnostic::Diagnostic;
+use crate::diagnostic::{catalogue as diag, Diagnostic};
 
 fn at(start: usize, text: &str, needle: &str) -> Span {
     let i = text.find(needle).unwrap_or(0);
@@ -31,29 +31,11 @@ pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic>
         ("StateGraph", "a graph: `graph name { state { … } … }`"),
     ] {
         if t.contains(call) {
-            return Some(
-                Diagnostic::error(
-                    "E0101",
-                    at(start, text, call),
-                    format!("`{call}` is LangGraph's Python API, not this language"),
-                )
-                .label("Python API call")
-                .help(format!("write {instead}")),
-            );
+            return Some(diag::python_api(at(start, text, call), call, instead));
         }
     }
     if t.contains("={{") {
-        return Some(
-            Diagnostic::error(
-                "E0102",
-                at(start, text, "={{"),
-                "`={{ … }}` is an n8n expression",
-            )
-            .label("n8n expression syntax")
-            .help(
-                "templates here are plain `{{ expr }}` inside a string, e.g. \"Hello {{ name }}\"",
-            ),
-        );
+        return Some(diag::foreign_template(at(start, text, "={{")));
     }
     if let Some(d) = slip(text, start) {
         return Some(d);
@@ -64,18 +46,10 @@ pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic>
             .filter(|_| !t.contains("->") && !t.starts_with("route"))
         {
             let _ = sep;
-            return Some(
-                Diagnostic::error("E0103", at(start, text, "=>"), "`=>` only appears inside a route")
-                    .label("route arm outside a route")
-                    .help("write an edge with `->`, or a conditional route: `a -> route { cond => b  else => END }`"),
-            );
+            return Some(diag::fat_arrow(at(start, text, "=>")));
         }
         if t.starts_with("- ") {
-            return Some(
-                Diagnostic::error("E0104", line, "this looks like a YAML list item")
-                    .label("YAML syntax")
-                    .help("list nodes as `node name: kind { … }` items and connect them with `a -> b`"),
-            );
+            return Some(diag::yaml_list_item(line));
         }
         let key_value = t
             .split_once(':')
@@ -91,26 +65,10 @@ pub fn detect(text: &str, start: usize, graph_level: bool) -> Option<Diagnostic>
                 ),
                 _ => format!("did you mean `node {key} {{ … }}` or `config {{ {key}: … }}`?"),
             };
-            return Some(
-                Diagnostic::error(
-                    "E0105",
-                    line,
-                    format!("unexpected `{key}:` in a graph body"),
-                )
-                .label("YAML-style key")
-                .help(hint),
-            );
+            return Some(diag::yaml_key(line, key, hint));
         }
         if t.starts_with("elif ") || t.starts_with("if ") {
-            return Some(
-                Diagnostic::error(
-                    "E0106",
-                    line,
-                    "`if` statements are not part of the language",
-                )
-                .label("control flow goes through routes")
-                .help("branch with a route: `a -> route { condition => b  else => c }`"),
-            );
+            return Some(diag::if_statement(line));
         }
     }
     None
@@ -130,11 +88,7 @@ fn yaml_hint(key: &str) -> &'static str {
 fn slip(text: &str, start: usize) -> Option<Diagnostic> {
     if let Some(q) = unclosed_string(text) {
         let end = text[q..].find('\n').map_or(text.len(), |i| q + i);
-        return Some(
-            Diagnostic::error("E0001", Span::new(start + q, start + end), "this string is not closed")
-                .label("no closing `\"` on this line")
-                .help("end it with `\"` on the same line; text over several lines goes in `\"\"\"…\"\"\"`"),
-        );
+        return Some(diag::unclosed_string(Span::new(start + q, start + end)));
     }
     let t = text.trim_start();
     let lead = start + text.len() - t.len();
@@ -147,17 +101,7 @@ fn slip(text: &str, start: usize) -> Option<Diagnostic> {
     {
         return None; // a name such as `order`
     }
-    Some(
-        Diagnostic::error(
-            "E0001",
-            Span::new(lead, lead + op.len()),
-            format!("expected an expression after `{op}`"),
-        )
-        .label("nothing on this operator's right")
-        .help(format!(
-            "finish the expression (e.g. `count {op} 1`) or remove the `{op}`"
-        )),
-    )
+    Some(diag::missing_operand(Span::new(lead, lead + op.len()), op))
 }
 
 /// The offset of a `"` that opens a plain string that is not closed on its line.

@@ -1,28 +1,31 @@
 //! # agentgraph DSL
 //!
-//! The `.ag` language: a pest grammar parsed into a spanned AST of our own types, static checks
-//! that accumulate diagnostics (rendered by miette), and a compiler to runtime graphs.
+//! The `.ag` language as a pipeline: [`parse`](mod@parse) (a pest grammar into a spanned [`ast`]),
+//! [`check`] (static checks that accumulate [`diagnostic`]s, each built by the
+//! [`diagnostic::catalogue`]), and [`compile`] (to runtime graphs). A [`Project`] runs the
+//! pipeline over a graph file and the files it references, checking each graph once.
+//! [`fmt`] formats files and [`viz`] draws them.
 
+pub mod agents;
 pub mod ast;
+pub mod check;
+pub mod compile;
 pub mod diagnostic;
+pub mod eval;
+pub mod extensions;
+mod fail;
+pub mod fmt;
+pub mod functions;
 mod habits;
 pub mod parse;
-
-pub use diagnostic::{Diagnostic, Severity};
-pub use parse::{parse, parse_expr, Parsed};
-pub mod check;
-pub mod eval;
-mod fail;
-pub mod functions;
+pub mod project;
 pub mod registry;
 pub mod template;
 pub mod types;
-
-pub use registry::Registry;
-pub mod compile;
-pub mod project;
-
-pub use project::{LoadError, Project};
-pub mod agents;
-pub mod fmt;
 pub mod viz;
+
+pub use compile::Compiled;
+pub use diagnostic::{Diagnostic, Severity};
+pub use parse::{parse, parse_expr, Parsed};
+pub use project::{LoadError, Project};
+pub use registry::Registry;

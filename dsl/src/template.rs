@@ -2,6 +2,7 @@
 
 use crate::ast::{Expr, Span};
 use crate::eval::{eval, EvalError, Scope};
+use crate::extensions::Extensions;
 use serde_json::Value;
 
 /// One piece of a template.
@@ -20,18 +21,8 @@ pub enum Piece {
     },
 }
 
-/// Built-in filters.
-/// `trim_workflow` replaces long node parameters of an n8n workflow by a placeholder when the
-/// workflow is large (interim: moves to the embedding application's filters).
-pub const FILTERS: &[&str] = &[
-    "json",
-    "upper",
-    "lower",
-    "trim",
-    "length",
-    "lines",
-    "trim_workflow",
-];
+/// Built-in filters. Applications add theirs with [`crate::Registry::register_filter`].
+pub const BUILTIN_FILTERS: &[&str] = &["json", "upper", "lower", "trim", "length", "lines"];
 
 /// Splits a string into text and holes. An unclosed `{{` is an error with its offset.
 pub fn pieces(s: &str) -> Result<Vec<Piece>, (usize, String)> {
@@ -82,14 +73,13 @@ pub fn holes(s: &str, at: Span) -> Result<Vec<Hole>, (Span, String)> {
     Ok(out)
 }
 
-/// Applies a built-in filter.
-pub fn filter(name: &str, v: Value) -> Result<Value, EvalError> {
+/// Applies a built-in filter, else one of `extensions`.
+pub fn filter(name: &str, v: Value, extensions: Option<&Extensions>) -> Result<Value, EvalError> {
     Ok(match name {
         "json" => Value::String(serde_json::to_string_pretty(&v).unwrap_or_default()),
         "upper" => Value::String(as_text(&v).to_uppercase()),
         "lower" => Value::String(as_text(&v).to_lowercase()),
         "trim" => Value::String(as_text(&v).trim().to_string()),
-        "trim_workflow" => interim_trim_workflow(&v),
         "length" => Value::from(match &v {
             Value::Array(a) => a.len(),
             Value::Object(o) => o.len(),
@@ -99,7 +89,10 @@ pub fn filter(name: &str, v: Value) -> Result<Value, EvalError> {
             Value::Array(a) => a.iter().map(as_text).collect::<Vec<_>>().join("\n"),
             other => as_text(other),
         }),
-        other => return Err(EvalError(format!("unknown filter `{other}`"))),
+        other => match extensions.and_then(|x| x.filter(other)) {
+            Some(f) => (f.apply)(&v).map_err(|e| EvalError(format!("filter `{other}`: {e}")))?,
+            None => return Err(EvalError(format!("unknown filter `{other}`"))),
+        },
     })
 }
 
@@ -123,39 +116,11 @@ pub fn render(s: &str, scope: &Scope) -> Result<String, EvalError> {
                 let e = crate::parse::parse_expr(&expr).map_err(|d| EvalError(d.message))?;
                 let mut v = eval(&e, scope)?;
                 for f in &filters {
-                    v = filter(f, v)?;
+                    v = filter(f, v, scope.extensions)?;
                 }
                 out.push_str(&as_text(&v));
             }
         }
     }
     Ok(out)
-}
-
-/// Interim copy of the workflow trimming until filters are registrable by the application.
-fn interim_trim_workflow(workflow: &Value) -> Value {
-    fn trim(v: &Value) -> Value {
-        match v {
-            Value::String(s) if s.chars().count() > 1000 => {
-                Value::String("<value omitted - use get_node_parameter tool>".into())
-            }
-            Value::Array(items) => Value::Array(items.iter().map(trim).collect()),
-            Value::Object(o) => {
-                Value::Object(o.iter().map(|(k, x)| (k.clone(), trim(x))).collect())
-            }
-            other => other.clone(),
-        }
-    }
-    if agentgraph_agents::models::budget::estimate_tokens(&workflow.to_string()) <= 30_000 {
-        return workflow.clone();
-    }
-    let mut out = workflow.clone();
-    if let Some(nodes) = out.get_mut("nodes").and_then(Value::as_array_mut) {
-        for node in nodes {
-            if let Some(params) = node.get_mut("parameters") {
-                *params = trim(params);
-            }
-        }
-    }
-    out
 }

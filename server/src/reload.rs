@@ -174,11 +174,11 @@ pub(crate) fn check_file(
         }
         v
     };
-    match project.compile(&reg) {
-        Ok(g) => {
-            let diagnostics = project.check(&reg).iter().map(render).collect();
+    match project.check_and_compile(&reg) {
+        Ok(compiled) => {
+            let diagnostics = compiled.warnings.iter().map(render).collect();
             Checked {
-                result: Ok(g.with_checkpointer(checkpointer.clone())),
+                result: Ok(compiled.graph.with_checkpointer(checkpointer.clone())),
                 version,
                 deps,
                 diagnostics,

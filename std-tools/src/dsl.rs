@@ -1,6 +1,6 @@
 //! Registers std-tools with the `.ag` language (feature `dsl`): every tool, the `operations`
-//! reducer and the `apply_operations` node kind, next to the agent kinds of
-//! [`agentgraph_dsl::agents`].
+//! reducer, the `apply_operations` node kind and the `trim_workflow` template filter, next to
+//! the agent kinds of [`agentgraph_dsl::agents`].
 //!
 //! ```
 //! use agentgraph_std_tools::catalogue::Catalogue;
@@ -18,7 +18,6 @@ use crate::operations::{self, ApplyOperationsNode};
 use crate::validate::{ValidateConfiguration, ValidateStructure};
 use agentgraph_agents::tools::Tool;
 use agentgraph_dsl::agents::ToolMap;
-use agentgraph_dsl::ast::{Entry, ExprKind};
 use agentgraph_dsl::registry::{EntrySpec, NodeBuild, NodeFactory};
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::Node;
@@ -47,6 +46,11 @@ pub fn all_tools(catalogue: Arc<Catalogue>) -> ToolMap {
 pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
     agentgraph_dsl::agents::register(reg, all_tools(catalogue.clone()));
     operations::register(&mut reg.reducers);
+    reg.register_filter(
+        "trim_workflow",
+        "a large workflow with long node parameters replaced by a placeholder",
+        |v| Ok(crate::workflow::trim::trim_workflow_json(v)),
+    );
     reg.register_kind(
         "apply_operations",
         vec![
@@ -64,27 +68,93 @@ struct ApplyOperationsFactory {
     catalogue: Arc<Catalogue>,
 }
 
-fn channel_entry(b: &NodeBuild<'_>, key: &str) -> Option<String> {
-    b.node.body.iter().find_map(|e| match e {
-        Entry::Value { key: k, value } if k.name == key => match &value.kind {
-            ExprKind::Name { name } => Some(name.name.clone()),
-            ExprKind::Str { lit } => Some(lit.value.clone()),
-            _ => None,
-        },
-        _ => None,
-    })
-}
-
 impl NodeFactory for ApplyOperationsFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
         let mut node = ApplyOperationsNode::with_channels(
-            channel_entry(b, "workflow").unwrap_or_else(|| "workflow".into()),
-            channel_entry(b, "operations").unwrap_or_else(|| "operations".into()),
+            b.channel("workflow").unwrap_or("workflow"),
+            b.channel("operations").unwrap_or("operations"),
         )
         .with_catalogue(self.catalogue.clone());
-        if let Some(messages) = channel_entry(b, "messages") {
+        if let Some(messages) = b.channel("messages") {
             node = node.with_messages(messages);
         }
         Ok(Arc::new(node))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentgraph_dsl::diagnostic::codes::BAD_TEMPLATE;
+    use agentgraph_dsl::Project;
+    use agentgraph_runtime::{Input, RunConfig};
+    use serde_json::{json, Value};
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    const GRAPH: &str = r#"graph show {
+  state {
+    workflow: json = {}
+    shown: string = ""
+  }
+  node show { set { shown: "{{ workflow | trim_workflow | json }}" } }
+  START -> show -> END
+}
+"#;
+
+    fn project() -> Project {
+        let root = PathBuf::from("/virtual/show.ag");
+        let files = BTreeMap::from([(root.clone(), GRAPH.to_string())]);
+        Project::from_files(&root, &files).expect("the snapshot has its root")
+    }
+
+    fn registry() -> Registry {
+        let mut reg = Registry::default();
+        let catalogue = Catalogue::builtin().expect("the built-in catalogue loads");
+        register(&mut reg, Arc::new(catalogue));
+        reg
+    }
+
+    #[test]
+    fn trim_workflow_is_a_filter_of_this_registration_only() {
+        let codes: Vec<&str> = project()
+            .check(&Registry::default())
+            .iter()
+            .map(|d| d.code)
+            .collect();
+        assert_eq!(codes, [BAD_TEMPLATE.id], "unknown to the language core");
+        assert_eq!(project().check(&registry()), Vec::new());
+    }
+
+    #[tokio::test]
+    async fn trim_workflow_trims_large_workflows_in_templates() {
+        let graph = project().compile(&registry()).expect("compiles");
+        let long = "x".repeat(200_000);
+        let big = json!({"nodes": [{"name": "Code", "parameters": {"code": long, "mode": "all"}}]});
+        let out = graph
+            .invoke(
+                Input::values(json!({ "workflow": big })),
+                RunConfig::default(),
+            )
+            .await
+            .expect("runs");
+        let shown = out.values["shown"].as_str().unwrap_or_default();
+        assert!(
+            shown.contains(crate::workflow::trim::OMITTED),
+            "{shown:.200}"
+        );
+        assert!(shown.contains("\"mode\": \"all\""), "{shown:.200}");
+
+        let small = json!({"nodes": [{"name": "Set", "parameters": {"value": "short"}}]});
+        let out = graph
+            .invoke(
+                Input::values(json!({ "workflow": small })),
+                RunConfig::default(),
+            )
+            .await
+            .expect("runs");
+        let shown: Value =
+            serde_json::from_str(out.values["shown"].as_str().unwrap_or("null")).expect("json");
+        assert_eq!(shown, small, "a small workflow is shown whole");
     }
 }

@@ -5,13 +5,13 @@
 //! ```text
 //! model main = auto { anthropic: "claude-sonnet-4-5", openai: "gpt-4o-mini", script: "s.json" }
 //! prompt system = file("prompts/system.md")
-//! prompt context = "The workflow: {{ workflow | json }}"      # templated: rendered per call
-//! tools builder = [search_nodes, add_nodes]
-//! node agent: llm { model: main, system: [system, context], messages: messages, tools: builder,
+//! prompt context = "The draft: {{ draft | json }}"      # templated: rendered per call
+//! tools kit = [search, calculator]
+//! node agent: llm { model: main, system: [system, context], messages: messages, tools: kit,
 //!                   tool_choice: "auto", max_iterations: 10, usage: usage,
 //!                   memory: { store: "sled", window: 20 } }
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
-//! node tools: tool_executor { tools: builder, model: main, usage: usage,
+//! node tools: tool_executor { tools: kit, model: main, usage: usage,
 //!                             settings: { http_request: {} } }
 //! # (an object of settings also gets `base_dir`: the graph file's folder, for relative paths)
 //! node shrink: compact { model: main, summary: summary, threshold: 20000, keep_last: 4 }
@@ -20,8 +20,8 @@
 //!
 //! Models: see [`model`] (providers, `auto`, pricing); memories: see [`memory`].
 
-use crate::ast::{Entry, Expr, ExprKind, GraphDecl, GraphItem, ModelDecl, NodeDecl};
-use crate::eval::{eval, Scope};
+use crate::ast::{Expr, ExprKind, ModelDecl};
+use crate::eval::Scope;
 use crate::registry::{EntrySpec, NodeBuild, NodeFactory, Registry};
 use agentgraph_agents::models::ToolChoice;
 use agentgraph_agents::nodes::ToolExecutorNode;
@@ -113,32 +113,7 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
         .register(Arc::new(agentgraph_agents::nodes::UsageSum));
 }
 
-fn entry<'a>(n: &'a NodeDecl, key: &str) -> Option<&'a Expr> {
-    n.body.iter().find_map(|e| match e {
-        Entry::Value { key: k, value } if k.name == key => Some(value),
-        _ => None,
-    })
-}
-
-/// A name written as an entry value (`model: main`, `messages: messages`).
-fn name_of(e: &Expr) -> Option<&str> {
-    match &e.kind {
-        ExprKind::Name { name } => Some(name.name.as_str()),
-        ExprKind::Str { lit } => Some(lit.value.as_str()),
-        _ => None,
-    }
-}
-
-pub(crate) fn const_value(e: &Expr) -> Result<Value, String> {
-    eval(e, &Scope::empty()).map_err(|er| er.0)
-}
-
-fn model_decl<'a>(g: &'a GraphDecl, name: &str) -> Option<&'a ModelDecl> {
-    g.items.iter().find_map(|i| match i {
-        GraphItem::Model(m) if m.name.name == name => Some(m),
-        _ => None,
-    })
-}
+pub(crate) use crate::registry::node_build::constant as const_value;
 
 struct LlmFactory {
     tools: Arc<ToolMap>,
@@ -146,25 +121,23 @@ struct LlmFactory {
 
 impl NodeFactory for LlmFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
-        let n = b.node;
         let (model, decl) = model_of(b)?;
         let mut node = LlmNode::new(model);
         if let Some(p) = pricing(decl)? {
             node = node.pricing(p);
         }
         // System parts: static prompts are cacheable; templated ones are rendered per call.
-        let parts: Vec<&Expr> = match entry(n, "system").map(|e| &e.kind) {
+        let parts: Vec<&Expr> = match b.expr("system").map(|e| &e.kind) {
             Some(ExprKind::List { items }) => items.iter().collect(),
-            Some(_) => entry(n, "system").into_iter().collect(),
+            Some(_) => b.expr("system").into_iter().collect(),
             None => Vec::new(),
         };
         let mut templates = Vec::new();
         for p in parts {
             let text = match &p.kind {
                 ExprKind::Name { name } => b
-                    .prompts
-                    .get(&name.name)
-                    .cloned()
+                    .prompt(&name.name)
+                    .map(str::to_owned)
                     .ok_or_else(|| format!("prompt `{}` is not declared", name.name))?,
                 ExprKind::Str { lit } => lit.value.clone(),
                 _ => return Err("system parts are prompt names or strings".into()),
@@ -176,9 +149,10 @@ impl NodeFactory for LlmFactory {
             }
         }
         if !templates.is_empty() {
+            let extensions = b.extensions.clone();
             node =
                 node.context(move |state| {
-                    let scope = Scope::state(state);
+                    let scope = Scope::state(state).with_extensions(&extensions);
                     let mut out = Vec::new();
                     for t in &templates {
                         out.push(crate::template::render(t, &scope).map_err(|e| {
@@ -188,17 +162,13 @@ impl NodeFactory for LlmFactory {
                     Ok(out.join("\n\n"))
                 });
         }
-        if let Some(ch) = entry(n, "messages").and_then(name_of) {
+        if let Some(ch) = b.channel("messages") {
             node = node.messages_channel(ch);
         }
-        if let Some(set) = entry(n, "tools").and_then(name_of) {
-            node = node.tools(
-                tool_set(b.graph, set, &self.tools)?
-                    .into_iter()
-                    .map(|t| t.spec()),
-            );
+        if let Some(set) = b.channel("tools") {
+            node = node.tools(tool_set(b, set, &self.tools)?.into_iter().map(|t| t.spec()));
         }
-        if let Some(c) = entry(n, "tool_choice") {
+        if let Some(c) = b.expr("tool_choice") {
             node = node.tool_choice(match const_value(c)?.as_str() {
                 Some("auto") | None => ToolChoice::Auto,
                 Some("required") => ToolChoice::Required,
@@ -206,33 +176,25 @@ impl NodeFactory for LlmFactory {
                 Some(tool) => ToolChoice::Tool(tool.to_string()),
             });
         }
-        if let Some(v) = entry(n, "max_tokens")
-            .map(const_value)
-            .transpose()?
-            .and_then(|v| v.as_u64())
-        {
+        if let Some(v) = b.constant("max_tokens")?.and_then(|v| v.as_u64()) {
             node = node.max_tokens(v.min(u64::from(u32::MAX)) as u32);
         }
-        if let Some(v) = entry(n, "temperature")
-            .map(const_value)
-            .transpose()?
-            .and_then(|v| v.as_f64())
-        {
+        if let Some(v) = b.constant("temperature")?.and_then(|v| v.as_f64()) {
             node = node.temperature(v);
         }
-        if let Some(ch) = entry(n, "usage").and_then(name_of) {
+        if let Some(ch) = b.channel("usage") {
             node = node.usage_channel(ch);
         }
-        if let Some(schema) = entry(n, "output_schema").map(const_value).transpose()? {
-            let out = entry(n, "output")
-                .and_then(name_of)
+        if let Some(schema) = b.constant("output_schema")? {
+            let out = b
+                .channel("output")
                 .ok_or("`output_schema` needs `output: <channel>` to receive the answer")?;
             node = node.structured(schema, out);
         }
-        if let Some(spec) = entry(n, "memory").map(const_value).transpose()? {
+        if let Some(spec) = b.constant("memory")? {
             node = node.memory(build_memory(spec)?);
         }
-        if let Some(v) = entry(n, "max_iterations").map(const_value).transpose()? {
+        if let Some(v) = b.constant("max_iterations")? {
             let max = v
                 .as_u64()
                 .filter(|n| *n > 0)
@@ -243,14 +205,9 @@ impl NodeFactory for LlmFactory {
     }
 }
 
-fn tool_set(g: &GraphDecl, set: &str, tools: &ToolMap) -> Result<Vec<Arc<dyn Tool>>, String> {
-    let decl = g
-        .items
-        .iter()
-        .find_map(|i| match i {
-            GraphItem::Tools(t) if t.name.name == set => Some(t),
-            _ => None,
-        })
+fn tool_set(b: &NodeBuild<'_>, set: &str, tools: &ToolMap) -> Result<Vec<Arc<dyn Tool>>, String> {
+    let decl = b
+        .tool_set(set)
         .ok_or_else(|| format!("tool set `{set}` is not declared"))?;
     decl.tools
         .iter()
@@ -269,25 +226,23 @@ struct ToolExecutorFactory {
 
 impl NodeFactory for ToolExecutorFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
-        let set = entry(b.node, "tools")
-            .and_then(name_of)
-            .ok_or("`tools` names a tool set")?;
-        let mut node = ToolExecutorNode::new(tool_set(b.graph, set, &self.tools)?);
-        if let Some(ch) = entry(b.node, "messages").and_then(name_of) {
+        let set = b.channel("tools").ok_or("`tools` names a tool set")?;
+        let mut node = ToolExecutorNode::new(tool_set(b, set, &self.tools)?);
+        if let Some(ch) = b.channel("messages") {
             node = node.messages_channel(ch);
         }
-        if entry(b.node, "model").is_some() {
+        if b.expr("model").is_some() {
             let (model, decl) = model_of(b)?;
             node = node.model(model);
             if let Some(p) = pricing(decl)? {
                 node = node.pricing(p);
             }
         }
-        // Tokens of the tools' own model calls (e.g. update_node_parameters).
-        if let Some(ch) = entry(b.node, "usage").and_then(name_of) {
+        // Tokens of the tools' own model calls.
+        if let Some(ch) = b.channel("usage") {
             node = node.usage_channel(ch);
         }
-        match entry(b.node, "settings").map(const_value).transpose()? {
+        match b.constant("settings")? {
             Some(Value::Object(per_tool)) => {
                 for (tool, settings) in per_tool {
                     if !node.tools.contains_key(&tool) {
@@ -322,18 +277,15 @@ impl NodeFactory for ToolExecutorFactory {
 fn model_of<'a>(
     b: &NodeBuild<'a>,
 ) -> Result<(Arc<dyn agentgraph_agents::models::ChatModel>, &'a ModelDecl), String> {
-    let model_name = entry(b.node, "model")
-        .and_then(name_of)
-        .ok_or("`model` names a model block")?;
-    let decl = model_decl(b.graph, model_name)
+    let model_name = b.channel("model").ok_or("`model` names a model block")?;
+    let decl = b
+        .model(model_name)
         .ok_or_else(|| format!("model `{model_name}` is not declared"))?;
     Ok((build_model(decl, &b.base_dir)?, decl))
 }
 
-fn usize_entry(n: &NodeDecl, key: &str) -> Result<Option<usize>, String> {
-    entry(n, key)
-        .map(const_value)
-        .transpose()?
+fn usize_entry(b: &NodeBuild<'_>, key: &str) -> Result<Option<usize>, String> {
+    b.constant(key)?
         .map(|v| {
             v.as_u64()
                 .map(|n| n as usize)
@@ -347,22 +299,19 @@ struct CompactFactory;
 impl NodeFactory for CompactFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
         let mut node = CompactNode::new(model_of(b)?.0);
-        if let Some(ch) = entry(b.node, "messages").and_then(name_of) {
+        if let Some(ch) = b.channel("messages") {
             node.messages_channel = ch.to_string();
         }
-        node.summary_channel = entry(b.node, "summary")
-            .and_then(name_of)
-            .map(str::to_owned);
-        node.threshold_tokens = usize_entry(b.node, "threshold")?;
-        if let Some(k) = usize_entry(b.node, "keep_last")? {
+        node.summary_channel = b.channel("summary").map(str::to_owned);
+        node.threshold_tokens = usize_entry(b, "threshold")?;
+        if let Some(k) = usize_entry(b, "keep_last")? {
             node.keep_last = k;
         }
-        if let Some(e) = entry(b.node, "instructions") {
+        if let Some(e) = b.expr("instructions") {
             node.instructions = Some(match &e.kind {
                 ExprKind::Name { name } => b
-                    .prompts
-                    .get(&name.name)
-                    .cloned()
+                    .prompt(&name.name)
+                    .map(str::to_owned)
                     .ok_or_else(|| format!("prompt `{}` is not declared", name.name))?,
                 ExprKind::Str { lit } => lit.value.clone(),
                 _ => return Err("`instructions` is a prompt name or a string".into()),
@@ -376,7 +325,7 @@ struct AgentOutputFactory;
 
 impl NodeFactory for AgentOutputFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
-        let format = match entry(b.node, "format").map(const_value).transpose()? {
+        let format = match b.constant("format")? {
             Some(Value::String(f)) => f.parse::<OutputFormat>()?,
             Some(other) => {
                 return Err(format!(
@@ -386,13 +335,13 @@ impl NodeFactory for AgentOutputFactory {
             None => OutputFormat::Text,
         };
         let mut node = AgentOutputNode::new(format);
-        if let Some(ch) = entry(b.node, "messages").and_then(name_of) {
+        if let Some(ch) = b.channel("messages") {
             node.messages_channel = ch.to_string();
         }
-        if let Some(ch) = entry(b.node, "output").and_then(name_of) {
+        if let Some(ch) = b.channel("output") {
             node.output_channel = ch.to_string();
         }
-        node.usage_channel = entry(b.node, "usage").and_then(name_of).map(str::to_owned);
+        node.usage_channel = b.channel("usage").map(str::to_owned);
         Ok(Arc::new(node))
     }
 }

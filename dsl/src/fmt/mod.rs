@@ -40,7 +40,7 @@ mod expr;
 mod items;
 
 use crate::ast::*;
-use crate::diagnostic::{Diagnostic, Severity};
+use crate::diagnostic::{catalogue as diag, Diagnostic, Severity};
 use expr::flat_expr;
 
 const WIDTH: usize = 80;
@@ -56,12 +56,7 @@ pub fn format_source(src: &str) -> Result<String, Vec<Diagnostic>> {
         return Err(parsed.diagnostics);
     }
     let Some(file) = parsed.file else {
-        let d = Diagnostic::error(
-            "E0001",
-            Span::new(0, src.len()),
-            "the file could not be read",
-        );
-        return Err(vec![d]);
+        return Err(vec![diag::unreadable_file(Span::new(0, src.len()))]);
     };
     let mut p = Printer::new(src);
     p.file(&file);

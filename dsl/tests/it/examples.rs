@@ -1,5 +1,6 @@
 //! The example graphs of graphs/examples check clean and run with the documented results.
 
+use agentgraph_dsl::diagnostic::codes::MISSING_PROMPT_FILE;
 use agentgraph_dsl::{Project, Registry};
 use agentgraph_runtime::*;
 use serde_json::json;
@@ -169,7 +170,7 @@ async fn a_snapshot_compiles_without_the_files() {
     let diags = Project::from_files(&extra_key, &missing)
         .unwrap()
         .check(&reg);
-    assert!(diags.iter().any(|d| d.code == "E0252"), "{diags:?}");
+    assert!(diags.iter().any(|d| d.is(MISSING_PROMPT_FILE)), "{diags:?}");
     // A root that is not in the snapshot is a load error.
     assert!(Project::from_files(&PathBuf::from("/nowhere.ag"), &files).is_err());
 }

@@ -154,17 +154,17 @@ graph big {
   model fast = openai    { model: "gpt-4o-mini", base_url: env("OPENAI_BASE_URL"), t: 1e3 }
   prompt system = """
     You are helpful. # not a comment
-    {{ workflow | json }}
+    {{ draft | json }}
   """
-  tools builder = [search_nodes, get_node_details, add_nodes, connect_nodes,
-                   update_node_parameters { model: main }, remove_node, get_node_parameter]
+  tools kit = [search_notes, read_note, add_notes, link_notes,
+                   edit_note { model: main }, remove_note, get_note_field]
 
   node bump {
     set { count: count + 1, trace: ["bump"] }
     retry { max_attempts: 3, initial: 500ms, backoff: 2.0, max: 10s }
     timeout: 60s
   }
-  node agent: llm { model: main, system: [system], tools: builder, opts: { "quoted key": 1 } }
+  node agent: llm { model: main, system: [system], tools: kit, opts: { "quoted key": 1 } }
   node sub: subgraph "child.ag" { in { x: count * 2 } }
   node other: subgraph child
   node empty {}
@@ -290,15 +290,15 @@ fn long_objects_wrap_one_entry_per_line() {
 
 #[test]
 fn long_tool_sets_and_calls_wrap() {
-    let src = graph("  tools builder = [search_nodes, get_node_details, add_nodes, connect_nodes,\n                 update_node_parameters { model: main }, remove_node]\n  prompt p = concat(\"a fairly long first argument\", \"and a second one\", \"and a third\")\n");
+    let src = graph("  tools kit = [search_notes, read_note, add_notes, link_notes,\n                 edit_note { model: main }, remove_note]\n  prompt p = concat(\"a fairly long first argument\", \"and a second one\", \"and a third\")\n");
     let want = graph(concat!(
-        "  tools builder = [\n",
-        "    search_nodes,\n",
-        "    get_node_details,\n",
-        "    add_nodes,\n",
-        "    connect_nodes,\n",
-        "    update_node_parameters { model: main },\n",
-        "    remove_node,\n",
+        "  tools kit = [\n",
+        "    search_notes,\n",
+        "    read_note,\n",
+        "    add_notes,\n",
+        "    link_notes,\n",
+        "    edit_note { model: main },\n",
+        "    remove_note,\n",
         "  ]\n",
         "  prompt p = concat(\n",
         "    \"a fairly long first argument\",\n",

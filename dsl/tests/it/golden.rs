@@ -16,6 +16,7 @@
 //! hints). Outputs therefore do not depend on where the repository is checked out, and the
 //! rendering (which wraps at a fixed width) is done on the final, relative text.
 
+use agentgraph_dsl::diagnostic::codes;
 use agentgraph_dsl::{Diagnostic, Project, Registry};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -26,149 +27,24 @@ const WIDTH: usize = 100;
 
 /// Tools the fixtures may use: the default registry has none.
 const FAKE_TOOLS: &[&str] = &[
-    "search_nodes",
-    "get_node_details",
-    "add_nodes",
-    "connect_nodes",
-    "update_node_parameters",
+    "search_notes",
+    "read_note",
+    "add_notes",
+    "link_notes",
+    "edit_note",
 ];
 
-/// Every diagnostic code with its one-line meaning, for `docs/dsl-diagnostics.md`.
-const CODES: &[(&str, &str)] = &[
-    (
-        "E0001",
-        "syntax error: the parser expected something else here (it says what)",
-    ),
-    (
-        "E0002",
-        "a line the parser skipped during error recovery although it reads fine on its own",
-    ),
-    (
-        "E0003",
-        "an expression nested deeper than 128 levels (refused so that no stage overflows its stack)",
-    ),
-    (
-        "E0101",
-        "a call from LangGraph's Python API (`add_edge`, `add_conditional_edges`, …)",
-    ),
-    (
-        "E0102",
-        "an n8n expression `={{ … }}`; templates are `{{ … }}` inside a string",
-    ),
-    ("E0103", "`=>` outside a route; edges use `->`"),
-    ("E0104", "a YAML list item `- x` in a graph body"),
-    (
-        "E0105",
-        "a YAML-style `key:` line in a graph body (`nodes:`, `edges:`, …)",
-    ),
-    (
-        "E0106",
-        "an `if`/`elif` statement; branching is done with routes",
-    ),
-    ("E0200", "the file declares no graph"),
-    (
-        "E0206",
-        "a second graph in one file (only the first would be used)",
-    ),
-    (
-        "E0201",
-        "a name is defined twice, or a node uses a reserved name (START, END, `__…`)",
-    ),
-    (
-        "E0202",
-        "unknown type, or a type argument where none fits (`list` without `<T>`, `int<…>`)",
-    ),
-    ("E0203", "unknown reducer"),
-    (
-        "E0204",
-        "a channel default is not a constant, or not of the channel's type",
-    ),
-    (
-        "E0205",
-        "a channel is used (input, output, set, write, out) but not declared",
-    ),
-    ("E0210", "a node has no kind, or an unknown kind"),
-    (
-        "E0211",
-        "a node has an entry its kind does not accept, or an entry of the wrong shape",
-    ),
-    ("E0212", "a node lacks an entry its kind requires"),
-    (
-        "E0220",
-        "an edge, route, send or interrupt names a node that is not defined",
-    ),
-    (
-        "E0221",
-        "START or END in the wrong place (START as a target, END as a source)",
-    ),
-    ("E0222", "a route without an `else` arm"),
-    (
-        "E0224",
-        "a route or send that is not the last hop of an edge",
-    ),
-    (
-        "E0230",
-        "an expression uses a name that is not a channel or a local variable",
-    ),
-    (
-        "E0231",
-        "unknown function, or a function called with the wrong number of arguments",
-    ),
-    (
-        "E0232",
-        "type error in an expression, a condition that is not a bool, a write of the wrong type",
-    ),
-    (
-        "E0233",
-        "a bad template (`{{` without `}}`, unparsable hole) or an unknown template filter",
-    ),
-    ("E0240", "a tool set names a tool that is not registered"),
-    ("E0241", "unknown model provider"),
-    (
-        "E0242",
-        "a literal secret (api key, token) in a model's options",
-    ),
-    (
-        "E0243",
-        "an option the model's provider does not read (a typo would be silently ignored)",
-    ),
-    (
-        "E0250",
-        "a referenced file cannot be read, or a subgraph alias is not imported",
-    ),
-    ("E0251", "import cycle between graph files"),
-    (
-        "E0252",
-        "a `file(…)` prompt names a file that does not exist",
-    ),
-    ("E0260", "unknown config key, or a bad config value"),
-    (
-        "E0270",
-        "unknown retry option, or a timeout that is not a duration (compile: a bad retry value)",
-    ),
-    ("E0290", "compile: the runtime rejected the graph"),
-    (
-        "E0291",
-        "compile: a registered node factory could not build a node",
-    ),
-    ("W0301", "warning: a node is never reached from START"),
-    (
-        "W0302",
-        "warning: a node has no outgoing edge (the run stops there), or every path from it loops without reaching END",
-    ),
-    (
-        "W0303",
-        "warning: two nodes that can run in the same step both write a replace channel",
-    ),
-    ("W0304", "warning: a route arm after `else` never runs"),
-];
+/// Every diagnostic code with its one-line meaning, from the catalogue.
+fn codes() -> impl Iterator<Item = (&'static str, &'static str)> {
+    codes::ALL.iter().map(|c| (c.id, c.meaning))
+}
 
 /// Codes no error fixture shows, and why.
 const NO_FIXTURE: &[(&str, &str)] = &[
-    ("E0002", "A fallback of error recovery, for a skipped line that parses on its own; no input is known to reach it (none of 60 000 generated ones did)."),
-    ("E0003", "Needs an expression more than 128 levels deep; `robustness.rs` builds one with 5 000 operators."),
-    ("E0290", "Reported when a checked graph is compiled (`agentgraph run`), not by `check`."),
-    ("E0291", "Reported when a checked graph is compiled (`agentgraph run`), not by `check`."),
+    (codes::SKIPPED_LINE.id, "A fallback of error recovery, for a skipped line that parses on its own; no input is known to reach it (none of 60 000 generated ones did)."),
+    (codes::TOO_DEEP.id, "Needs an expression more than 128 levels deep; `robustness.rs` builds one with 5 000 operators."),
+    (codes::GRAPH_REJECTED.id, "Reported when a checked graph is compiled (`agentgraph run`), not by `check`."),
+    (codes::NODE_NOT_BUILT.id, "Reported when a checked graph is compiled (`agentgraph run`), not by `check`."),
 ];
 
 fn fixtures() -> PathBuf {
@@ -409,9 +285,17 @@ fn every_error_fixture_diagnostic_is_located_and_explained() {
                 d.code,
                 d.message
             );
-            assert!(
-                CODES.iter().any(|(c, _)| *c == d.code),
-                "{}: code {} is not documented",
+            let code = codes::lookup(d.code).unwrap_or_else(|| {
+                panic!(
+                    "{}: code {} is not in the catalogue",
+                    path.display(),
+                    d.code
+                )
+            });
+            assert_eq!(
+                code.severity,
+                d.severity,
+                "{}: {} has the catalogue's severity",
                 path.display(),
                 d.code
             );
@@ -445,9 +329,8 @@ fn every_check_code_has_a_fixture() {
     for path in ag_files("err") {
         seen.extend(check_fixture(&path).diags.iter().map(|d| d.code));
     }
-    let missing: Vec<&str> = CODES
-        .iter()
-        .map(|(c, _)| *c)
+    let missing: Vec<&str> = codes()
+        .map(|(c, _)| c)
         .filter(|c| !NO_FIXTURE.iter().any(|(n, _)| n == c) && !seen.contains(c))
         .collect();
     assert!(
@@ -467,6 +350,48 @@ fn the_diagnostics_doc_is_up_to_date() {
     assert!(
         doc.contains(&expected),
         "the generated part of docs/dsl-diagnostics.md is stale; run\n  UPDATE_GOLDEN=1 cargo test -p agentgraph-dsl --test it golden::"
+    );
+}
+
+/// The codes of the doc's table with their meanings, as written.
+fn documented_codes(doc: &str) -> BTreeMap<String, String> {
+    doc.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("| [")?;
+            let (code, rest) = rest.split_once(']')?;
+            let meaning = rest.split(" | ").nth(1)?;
+            Some((code.to_string(), meaning.replace("\\|", "|")))
+        })
+        .collect()
+}
+
+#[test]
+fn the_diagnostics_doc_states_every_code_of_the_catalogue_and_its_meaning() {
+    if update() {
+        return; // rewritten by err_fixtures_match_their_golden_outputs
+    }
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../docs/dsl-diagnostics.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/dsl-diagnostics.md");
+    let documented = documented_codes(&doc);
+    let mut problems = Vec::new();
+    for (code, meaning) in codes() {
+        match documented.get(code) {
+            None => problems.push(format!("{code} is missing")),
+            Some(m) if m != meaning => {
+                problems.push(format!("{code} says `{m}`, the catalogue `{meaning}`"))
+            }
+            Some(_) => {}
+        }
+    }
+    for code in documented.keys() {
+        if codes::lookup(code).is_none() {
+            problems.push(format!("{code} is not in the catalogue"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/dsl-diagnostics.md disagrees with the catalogue:\n{}\nrun\n  UPDATE_GOLDEN=1 cargo test -p agentgraph-dsl --test golden",
+        problems.join("\n")
     );
 }
 
@@ -501,7 +426,7 @@ fn generated_docs(files: &[PathBuf]) -> String {
     }
     let mut out = String::from(BEGIN);
     out.push_str("\n| Code | Meaning | Fixtures |\n|---|---|---|\n");
-    for (code, meaning) in CODES {
+    for (code, meaning) in codes() {
         let fx = fixtures_of.get(code).map(|s| {
             s.iter()
                 .map(|f| format!("`{f}`"))
@@ -516,7 +441,7 @@ fn generated_docs(files: &[PathBuf]) -> String {
             fx.unwrap_or_else(|| "—".into())
         );
     }
-    for (code, meaning) in CODES {
+    for (code, meaning) in codes() {
         let _ = write!(out, "\n### {code}\n\n{}.\n", capitalize(meaning));
         match examples.get(code) {
             Some((_, stem, text)) => {
@@ -528,7 +453,7 @@ fn generated_docs(files: &[PathBuf]) -> String {
             None => {
                 let why = NO_FIXTURE
                     .iter()
-                    .find(|(c, _)| c == code)
+                    .find(|(c, _)| *c == code)
                     .map_or("No fixture shows it.", |(_, w)| w);
                 let _ = write!(out, "\n{why}\n");
             }

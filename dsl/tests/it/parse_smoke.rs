@@ -14,16 +14,16 @@ graph counter {
   model main = anthropic { model: "claude-sonnet-4-20250514", max_tokens: 16000, temperature: 0 }
   prompt system = """
     You are helpful.
-    {{ workflow | json }}
+    {{ draft | json }}
   """
-  tools builder = [search_nodes, update_node_parameters { model: main }]
+  tools kit = [search_notes, edit_note { model: main }]
 
   node bump {
     set { count: count + 1, trace: ["bump"] }
     retry { max_attempts: 3, initial: 500ms }
     timeout: 60s
   }
-  node agent: llm { model: main, system: [system], tools: builder }
+  node agent: llm { model: main, system: [system], tools: kit }
   node sub: subgraph "child.ag" { in { x: count * 2 } }
 
   START -> bump

@@ -42,7 +42,7 @@ const VOCAB: &[&str] = &[
     "end", "set", "retry", "timeout", "value", "write", "llm", "noop", "and", "or", "not", "true", "false", "null",
     "True", "int", "string", "float", "bool", "json", "messages", "list", "map", "list<int>", "map<string>", "json?",
     "append", "add_messages", "merge", "sum", "len", "last", "env", "file", "range", "join", "count", "items", "x",
-    "a", "b", "item", "recursion_limit", "max_attempts", "anthropic", "search_nodes", "{", "}", "[", "]", "(", ")",
+    "a", "b", "item", "recursion_limit", "max_attempts", "anthropic", "search_notes", "{", "}", "[", "]", "(", ")",
     "<", ">", ":", ",", ".", "=", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "?", "->", "=>", "-->", ";", "|",
     "$", "@", "\\", "\"", "\"\"\"", "\"x\"", "\"{{ x }}\"", "\"{{ x | json }}\"", "\"{{\"", "\"}}\"", "\"\\u00e9\"",
     "\"\\q\"", "\"lib/child.ag\"", "\"nope.ag\"", "={{ $json.x }}", "0", "1", "-1", "3.5", "1e309", "99999999999999999999",
@@ -344,6 +344,9 @@ fn very_deep_expressions_are_refused_not_overflowed() {
         })
         .unwrap();
     let (codes, fmt_refused) = handle.join().expect("no stack overflow");
-    assert!(codes.contains(&"E0003"), "{codes:?}");
+    assert!(
+        codes.contains(&agentgraph_dsl::diagnostic::codes::TOO_DEEP.id),
+        "{codes:?}"
+    );
     assert!(fmt_refused);
 }

@@ -1,15 +1,15 @@
-//! A graph file and everything it pulls in (`use`, subgraph paths, `file(…)` prompts): loading,
-//! checking every file, compiling the root graph, rendering diagnostics.
+//! A graph file and everything it pulls in (`use`, subgraph paths, `file(…)` prompts):
+//! loading here, checking every file once and compiling the root graph in `pipeline`,
+//! rendering diagnostics.
 
 use crate::ast::*;
-use crate::check::check_graph;
-use crate::compile::{compile_graph, SubgraphResolver};
-use crate::diagnostic::{self, Diagnostic};
-use crate::registry::Registry;
-use agentgraph_runtime::CompiledGraph;
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use crate::diagnostic::{self, catalogue as diag, Diagnostic};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+mod pipeline;
+
+pub use pipeline::prompts;
 
 /// One loaded file.
 pub struct Source {
@@ -264,13 +264,7 @@ impl Project {
                             .unwrap_or_default()
                     })
                     .collect();
-                let d = Diagnostic::error(
-                    "E0251",
-                    r.span,
-                    format!("import cycle: {}", chain.join(" -> ")),
-                )
-                .label("this reference closes the cycle")
-                .help("a graph cannot contain itself; move the shared part into a third file");
+                let d = diag::import_cycle(r.span, &chain);
                 self.diagnostics.push(in_file(d, &name));
                 continue;
             }
@@ -284,109 +278,11 @@ impl Project {
                     stack.pop();
                 }
                 Err(e) => {
-                    let d = Diagnostic::error(
-                        "E0250",
-                        r.span,
-                        format!("cannot read `{}`: {e}", r.value),
-                    )
-                    .label("file not found")
-                    .help(format!(
-                        "paths are relative to this file's folder ({})",
-                        dir.display()
-                    ));
+                    let d = diag::unreadable_reference(r.span, &r.value, e, &dir);
                     self.diagnostics.push(in_file(d, &name));
                 }
             }
         }
-    }
-
-    /// Every diagnostic of every file: parse errors, then static checks.
-    pub fn check(&self, reg: &Registry) -> Vec<Diagnostic> {
-        let mut out = self.diagnostics.clone();
-        for src in self.sources.values() {
-            let Some(ast) = &src.ast else { continue };
-            let mut ds = Vec::new();
-            if ast.graphs.is_empty() && !out.iter().any(|d| d.file == src.name) {
-                ds.push(
-                    Diagnostic::error("E0200", Span::new(0, 0), "this file declares no graph")
-                        .label("empty")
-                        .help("a graph file holds `graph name { … }`"),
-                );
-            }
-            for g in ast.graphs.iter().skip(1) {
-                ds.push(
-                    Diagnostic::error(
-                        "E0206",
-                        g.name.span,
-                        format!(
-                            "a second graph in one file: `{}` would be ignored",
-                            g.name.name
-                        ),
-                    )
-                    .label("only a file's first graph is used")
-                    .help(format!(
-                        "move `graph {}` into a file of its own and `use` it as a subgraph",
-                        g.name.name
-                    )),
-                );
-            }
-            for g in &ast.graphs {
-                check_graph(g, &ast.uses, reg, &mut ds);
-                self.check_files(g, src, &mut ds);
-            }
-            // Reachability warnings after an error are mostly echoes of it (a line lost to a
-            // syntax error, an edge to a misspelt node): report them once the errors are fixed.
-            // So is "no entry point" when a broken line held the `START ->` edge.
-            let has_errors = ds
-                .iter()
-                .chain(out.iter().filter(|d| d.file == src.name))
-                .any(|d| d.is_error() && d.code != "E0290");
-            for d in ds {
-                if has_errors && matches!(d.code, "W0301" | "W0302" | "E0290") {
-                    continue;
-                }
-                out.push(in_file(d, &src.name));
-            }
-        }
-        out
-    }
-
-    fn check_files(&self, g: &GraphDecl, src: &Source, out: &mut Vec<Diagnostic>) {
-        let dir = src.path.parent().map(Path::to_path_buf).unwrap_or_default();
-        for item in &g.items {
-            if let GraphItem::Prompt(p) = item {
-                if let Some(lit) = prompt_file(p) {
-                    if !self.prompt_texts.contains_key(&key(&dir.join(&lit.value))) {
-                        out.push(
-                            Diagnostic::error(
-                                "E0252",
-                                lit.span,
-                                format!("prompt file `{}` does not exist", lit.value),
-                            )
-                            .label("file not found")
-                            .help(format!(
-                                "paths are relative to this file's folder ({})",
-                                dir.display()
-                            )),
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    /// Checks everything and compiles the root file's first graph.
-    pub fn compile(&self, reg: &Registry) -> Result<CompiledGraph, Vec<Diagnostic>> {
-        let diags = self.check(reg);
-        if diags.iter().any(Diagnostic::is_error) {
-            return Err(diags);
-        }
-        let resolver = Resolver {
-            project: self,
-            reg,
-            cache: RefCell::new(HashMap::new()),
-        };
-        resolver.compile_file(&self.root)
     }
 
     /// Renders a diagnostic with its file's text.
@@ -411,111 +307,4 @@ impl Project {
     pub fn root_source(&self) -> Option<&Source> {
         self.sources.get(&self.root)
     }
-}
-
-struct Resolver<'a> {
-    project: &'a Project,
-    reg: &'a Registry,
-    cache: RefCell<HashMap<PathBuf, CompiledGraph>>,
-}
-
-impl Resolver<'_> {
-    fn compile_file(&self, path: &Path) -> Result<CompiledGraph, Vec<Diagnostic>> {
-        if let Some(g) = self.cache.borrow().get(path) {
-            return Ok(g.clone());
-        }
-        let src = self.project.sources.get(path).ok_or_else(|| {
-            vec![Diagnostic::error(
-                "E0250",
-                Span::default(),
-                format!("{} was not loaded", path.display()),
-            )]
-        })?;
-        let ast = src.ast.as_ref().ok_or_else(Vec::new)?;
-        let g = ast.graphs.first().ok_or_else(|| {
-            vec![Diagnostic::error(
-                "E0200",
-                Span::default(),
-                format!("{} declares no graph", src.name),
-            )]
-        })?;
-        let mut scratch = Vec::new();
-        let symbols = check_graph(g, &ast.uses, self.reg, &mut scratch);
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let prompts = prompts_from(g, &dir, &|p: &Path| {
-            self.project
-                .prompt_texts
-                .get(&key(p))
-                .cloned()
-                .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
-        });
-        let compiled =
-            compile_graph(g, &symbols, self.reg, &dir, &prompts, self).map_err(|ds| {
-                ds.into_iter()
-                    .map(|d| in_file(d, &src.name))
-                    .collect::<Vec<_>>()
-            })?;
-        self.cache
-            .borrow_mut()
-            .insert(path.to_path_buf(), compiled.clone());
-        Ok(compiled)
-    }
-
-    fn alias_path(&self, alias: &str, base_dir: &Path) -> Option<PathBuf> {
-        for src in self.project.sources.values() {
-            if src.path.parent() != Some(base_dir) {
-                continue;
-            }
-            if let Some(u) = src
-                .ast
-                .as_ref()
-                .and_then(|a| a.uses.iter().find(|u| u.alias.name == alias))
-            {
-                return Some(key(&base_dir.join(&u.path.value)));
-            }
-        }
-        None
-    }
-}
-
-impl SubgraphResolver for Resolver<'_> {
-    fn resolve(&self, r: &SubgraphRef, base_dir: &Path) -> Result<CompiledGraph, Diagnostic> {
-        let (path, span) = match r {
-            SubgraphRef::Path(p) => (key(&base_dir.join(&p.value)), p.span),
-            SubgraphRef::Alias(a) => match self.alias_path(&a.name, base_dir) {
-                Some(p) => (p, a.span),
-                None => {
-                    return Err(Diagnostic::error(
-                        "E0250",
-                        a.span,
-                        format!("`{}` is not imported", a.name),
-                    ))
-                }
-            },
-        };
-        self.compile_file(&path).map_err(|ds| {
-            ds.into_iter().next().unwrap_or_else(|| {
-                Diagnostic::error("E0250", span, "the subgraph does not compile")
-            })
-        })
-    }
-}
-
-/// Prompt texts by name: strings as written, `file(…)` read from disk.
-pub fn prompts(g: &GraphDecl, dir: &Path) -> BTreeMap<String, String> {
-    prompts_from(g, dir, &read_disk)
-}
-
-fn prompts_from(g: &GraphDecl, dir: &Path, read: Reader<'_>) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for item in &g.items {
-        let GraphItem::Prompt(p) = item else { continue };
-        let text = match (&p.value.kind, prompt_file(p)) {
-            (ExprKind::Str { lit }, _) => lit.value.clone(),
-            (_, Some(lit)) => read(&dir.join(&lit.value)).unwrap_or_default(),
-            _ => String::new(),
-        };
-        out.insert(p.name.name.clone(), text);
-    }
-    out
 }

@@ -1,11 +1,16 @@
-//! What a graph file can refer to by name: node kinds, tools, reducers, model providers. The
-//! embedding application (and std-tools, models) register theirs.
+//! What a graph file can refer to by name: node kinds, tools, reducers, model providers,
+//! template filters and expression functions. The embedding application (and std-tools,
+//! models) register theirs.
 
-use crate::ast::{GraphDecl, NodeDecl};
-use agentgraph_runtime::{Node, ReducerRegistry};
+use crate::extensions::{Extensions, Filter, Function};
+use agentgraph_runtime::ReducerRegistry;
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::sync::Arc;
+
+pub(crate) mod node_build;
+
+pub use node_build::{NodeBuild, NodeFactory};
 
 /// An entry a node kind accepts.
 #[derive(Debug, Clone)]
@@ -45,24 +50,6 @@ impl EntrySpec {
     }
 }
 
-/// What the compiler hands a node factory.
-pub struct NodeBuild<'a> {
-    /// The node's declaration.
-    pub node: &'a NodeDecl,
-    /// The graph it is in (models, prompts, tool sets).
-    pub graph: &'a GraphDecl,
-    /// The folder of the graph file.
-    pub base_dir: PathBuf,
-    /// Prompt texts by name (`file(…)` already read).
-    pub prompts: &'a BTreeMap<String, String>,
-}
-
-/// Builds the runtime node of a registered kind.
-pub trait NodeFactory: Send + Sync {
-    /// Builds the node, or says why it cannot.
-    fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String>;
-}
-
 /// A registered node kind.
 #[derive(Clone)]
 pub struct KindEntry {
@@ -85,6 +72,8 @@ pub struct Registry {
     pub tools: BTreeMap<String, String>,
     /// Model providers.
     pub providers: BTreeSet<String>,
+    /// Template filters and expression functions added to the built-in ones.
+    pub extensions: Arc<Extensions>,
 }
 
 impl Default for Registry {
@@ -133,6 +122,7 @@ impl Default for Registry {
             kinds,
             tools: BTreeMap::new(),
             providers: BTreeSet::new(),
+            extensions: Arc::default(),
         }
     }
 }
@@ -164,6 +154,58 @@ impl Registry {
         description: impl Into<String>,
     ) -> &mut Self {
         self.tools.insert(name.into(), description.into());
+        self
+    }
+
+    /// Registers a template filter, `{{ value | name }}`: `apply` maps the value (or says why
+    /// it cannot). A built-in filter of the same name wins.
+    ///
+    /// ```
+    /// let mut reg = agentgraph_dsl::Registry::default();
+    /// reg.register_filter("shout", "upper-cases and adds `!`", |v| {
+    ///     let text = v.as_str().ok_or("shout takes a string")?;
+    ///     Ok(format!("{}!", text.to_uppercase()).into())
+    /// });
+    /// assert!(reg.extensions.has_filter("shout"));
+    /// ```
+    pub fn register_filter(
+        &mut self,
+        name: impl Into<String>,
+        doc: impl Into<String>,
+        apply: impl Fn(&Value) -> Result<Value, String> + Send + Sync + 'static,
+    ) -> &mut Self {
+        Arc::make_mut(&mut self.extensions).add_filter(
+            name,
+            Filter {
+                doc: doc.into(),
+                apply: Arc::new(apply),
+            },
+        );
+        self
+    }
+
+    /// Registers an expression function, `name(args…)`, with its arity and result type for
+    /// the checker. A built-in function of the same name wins.
+    ///
+    /// ```
+    /// use agentgraph_dsl::extensions::Function;
+    /// use agentgraph_dsl::types::Ty;
+    /// use std::sync::Arc;
+    /// let mut reg = agentgraph_dsl::Registry::default();
+    /// reg.register_function("twice", Function {
+    ///     min: 1,
+    ///     max: 1,
+    ///     returns: Ty::Int,
+    ///     doc: "the number times two".into(),
+    ///     call: Arc::new(|args| {
+    ///         let n = args[0].as_i64().ok_or("twice takes an int")?;
+    ///         Ok((n * 2).into())
+    ///     }),
+    /// });
+    /// assert!(reg.extensions.signature("twice").is_some());
+    /// ```
+    pub fn register_function(&mut self, name: impl Into<String>, function: Function) -> &mut Self {
+        Arc::make_mut(&mut self.extensions).add_function(name, function);
         self
     }
 }

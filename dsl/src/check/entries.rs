@@ -1,0 +1,163 @@
+//! Nodes: the kind, the entries it accepts and requires, and the shape of each entry.
+
+use super::Checker;
+use crate::ast::*;
+use crate::diagnostic::catalogue as diag;
+use crate::registry::{EntrySpec, COMMON_ENTRIES, RETRY_KEYS};
+use crate::types::Ty;
+
+impl Checker<'_, '_> {
+    pub(super) fn node(&mut self, n: &NodeDecl) {
+        let locals: Vec<String> = self
+            .s
+            .payload_keys
+            .get(&n.name.name)
+            .map(|k| k.iter().cloned().collect())
+            .unwrap_or_default();
+        let Some(kind) = n.kind_name() else {
+            let channel_entry = n
+                .body
+                .iter()
+                .map(|e| e.key().name.as_str())
+                .find(|k| self.s.channels.contains_key(*k));
+            self.out.push(diag::node_without_kind(
+                n.name.span,
+                &n.name.name,
+                channel_entry,
+            ));
+            return;
+        };
+        let Some(spec) = self.node_spec(n, &kind) else {
+            return;
+        };
+        let allowed: Vec<&str> = spec.iter().chain(COMMON_ENTRIES).map(|e| e.name).collect();
+        for e in &n.body {
+            let key = e.key();
+            if allowed.contains(&key.name.as_str()) {
+                self.entry(e, &locals);
+            } else {
+                self.out
+                    .push(diag::unknown_entry(key.span, &key.name, &kind, &allowed));
+            }
+        }
+        for req in spec.iter().filter(|e| e.required) {
+            if Entry::find(&n.body, req.name).is_none() {
+                self.out
+                    .push(diag::missing_entry(n.name.span, &kind, req.name, req.block));
+            }
+        }
+    }
+
+    /// The entries a node of `kind` accepts, or `None` (reported) for an unknown kind.
+    fn node_spec(&mut self, n: &NodeDecl, kind: &str) -> Option<Vec<EntrySpec>> {
+        if let Some(NodeKind::Subgraph(r)) = &n.kind {
+            if let SubgraphRef::Alias(a) = r {
+                if !self.uses.iter().any(|u| u.alias.name == a.name) {
+                    let aliases: Vec<&str> =
+                        self.uses.iter().map(|u| u.alias.name.as_str()).collect();
+                    self.out
+                        .push(diag::unknown_subgraph_alias(a.span, &a.name, &aliases));
+                }
+            }
+            return Some(vec![EntrySpec::block("in"), EntrySpec::block("out")]);
+        }
+        if let Some(e) = self.reg.kinds.get(kind) {
+            return Some(e.entries.clone());
+        }
+        let span = match &n.kind {
+            Some(NodeKind::Named(id)) => id.span,
+            _ => n.name.span,
+        };
+        let registered: Vec<&str> = self.reg.kinds.keys().map(String::as_str).collect();
+        self.out.push(diag::unknown_kind(span, kind, &registered));
+        None
+    }
+
+    /// One accepted entry of a node.
+    fn entry(&mut self, e: &Entry, locals: &[String]) {
+        match (e.key().name.as_str(), e) {
+            ("set", Entry::Block { entries, .. }) => self.set_block(entries, locals),
+            ("retry", Entry::Block { entries, .. }) => {
+                for re in entries {
+                    let k = re.key();
+                    if !RETRY_KEYS.contains(&k.name.as_str()) {
+                        self.out
+                            .push(diag::unknown_retry_option(k.span, &k.name, RETRY_KEYS));
+                    }
+                }
+            }
+            ("timeout", Entry::Value { value, .. }) => {
+                if !matches!(value.kind, ExprKind::Duration { .. }) {
+                    self.out.push(diag::timeout_not_duration(value.span));
+                }
+            }
+            ("catch", Entry::Value { value, .. }) => match &value.kind {
+                ExprKind::Name { name } => self.channel_ref(name),
+                _ => self.out.push(diag::catch_not_a_channel(value.span)),
+            },
+            ("write", Entry::Value { value, .. }) => match &value.kind {
+                ExprKind::Name { name } => self.channel_ref(name),
+                _ => self.out.push(diag::write_not_a_channel(value.span)),
+            },
+            ("in", Entry::Block { entries, .. }) => {
+                for ie in entries {
+                    if let Entry::Value { value, .. } = ie {
+                        self.expr(value, locals, false);
+                    }
+                }
+            }
+            ("out", Entry::Block { entries, .. }) => {
+                for oe in entries {
+                    self.channel_ref(oe.key());
+                }
+            }
+            (_, Entry::Value { value, .. }) => self.entry_value(value, locals),
+            (_, Entry::Block { entries, .. }) => {
+                for be in entries {
+                    if let Entry::Value { value, .. } = be {
+                        self.entry_value(value, locals);
+                    }
+                }
+            }
+        }
+    }
+
+    /// `set { channel: expr, … }`: declared channels, values of their types.
+    fn set_block(&mut self, entries: &[Entry], locals: &[String]) {
+        for se in entries {
+            let (key, value) = match se {
+                Entry::Value { key, value } => (key, value),
+                Entry::Block { key, .. } => {
+                    self.out.push(diag::set_nested_block(key.span));
+                    continue;
+                }
+            };
+            let Some(info) = self.s.channels.get(&key.name) else {
+                self.unknown_channel(key);
+                continue;
+            };
+            let want = Ty::of(&info.ty);
+            let got = self.expr_ty(value, locals);
+            let ok = got.fits(&want) || (info.reducer != "replace" && item_fits(&got, &want));
+            if !ok {
+                self.out.push(diag::set_type_mismatch(
+                    value.span,
+                    &key.name,
+                    &want,
+                    &got,
+                    info.field.ty.span,
+                ));
+            }
+        }
+    }
+}
+
+/// Whether `value` fits as one item a reducer adds to `channel`.
+fn item_fits(value: &Ty, channel: &Ty) -> bool {
+    match channel.base() {
+        Ty::List(item) => value.fits(item),
+        Ty::Messages => matches!(value.base(), Ty::Message | Ty::Map(_) | Ty::Any),
+        Ty::Int | Ty::Float => value.is_number(),
+        _ => false,
+    }
+}

@@ -1,0 +1,120 @@
+//! Graph items other than nodes and edges: input/output lists, models, prompts, tool sets,
+//! interrupts and `config`.
+
+use super::Checker;
+use crate::ast::*;
+use crate::diagnostic::catalogue as diag;
+use crate::registry::CONFIG_KEYS;
+
+/// Providers every build knows.
+const PROVIDERS: [&str; 3] = ["anthropic", "openai", "scripted"];
+
+/// The options each built-in provider reads; anything else would be silently ignored.
+const HTTP_OPTIONS: &[&str] = &[
+    "model",
+    "api_key",
+    "base_url",
+    "max_tokens",
+    "temperature",
+    "pricing",
+];
+const AUTO_OPTIONS: &[&str] = &[
+    "anthropic",
+    "openai",
+    "script",
+    "api_key",
+    "base_url",
+    "max_tokens",
+    "temperature",
+    "pricing",
+];
+const SCRIPTED_OPTIONS: &[&str] = &["script", "pricing"];
+
+impl Checker<'_, '_> {
+    pub(super) fn items(&mut self, g: &GraphDecl) {
+        for item in &g.items {
+            match item {
+                GraphItem::Input(l) | GraphItem::Output(l) => {
+                    for n in &l.names {
+                        self.channel_ref(n);
+                    }
+                }
+                GraphItem::Model(m) => self.model(m),
+                GraphItem::Prompt(p) => self.expr(&p.value, &[], false),
+                GraphItem::Tools(t) => self.tools(t),
+                GraphItem::Node(n) => self.node(n),
+                GraphItem::Edge(e) => self.edge(e),
+                GraphItem::Interrupt(i) => {
+                    for n in &i.nodes {
+                        self.node_ref(n, true);
+                    }
+                }
+                GraphItem::Config(o) => self.config(o),
+                GraphItem::State(_) => {}
+            }
+        }
+    }
+
+    fn tools(&mut self, t: &ToolsDecl) {
+        for tr in &t.tools {
+            if !self.reg.tools.contains_key(&tr.name.name) {
+                let registered: Vec<&str> = self.reg.tools.keys().map(String::as_str).collect();
+                self.out
+                    .push(diag::unknown_tool(tr.name.span, &tr.name.name, &registered));
+            }
+            if let Some(o) = &tr.options {
+                // Tool options may name models and prompts (`{ model: main }`).
+                for (_, v) in &o.entries {
+                    self.entry_value(v, &[]);
+                }
+            }
+        }
+    }
+
+    fn config(&mut self, o: &ObjectLit) {
+        for (k, v) in &o.entries {
+            if !CONFIG_KEYS.contains(&k.name.as_str()) {
+                self.out
+                    .push(diag::unknown_config_key(k.span, &k.name, CONFIG_KEYS));
+            } else if !matches!(v.kind, ExprKind::Int { value } if value > 0) {
+                self.out.push(diag::bad_recursion_limit(v.span));
+            }
+        }
+    }
+
+    fn model(&mut self, m: &ModelDecl) {
+        let provider = m.provider.name.as_str();
+        if !PROVIDERS.contains(&provider) && !self.reg.providers.contains(provider) {
+            let all: Vec<&str> = PROVIDERS
+                .iter()
+                .copied()
+                .chain(self.reg.providers.iter().map(String::as_str))
+                .collect();
+            self.out
+                .push(diag::unknown_provider(m.provider.span, provider, &all));
+        }
+        let allowed: Option<&[&str]> = match provider {
+            "anthropic" | "openai" => Some(HTTP_OPTIONS),
+            "auto" => Some(AUTO_OPTIONS),
+            "scripted" => Some(SCRIPTED_OPTIONS),
+            _ => None,
+        };
+        if let Some(allowed) = allowed {
+            for (k, _) in &m.options.entries {
+                if !allowed.contains(&k.name.as_str()) {
+                    self.out.push(diag::unknown_model_option(
+                        k.span, &k.name, provider, allowed,
+                    ));
+                }
+            }
+        }
+        for (k, v) in &m.options.entries {
+            let secret =
+                k.name.contains("key") || k.name.contains("token") || k.name.contains("secret");
+            if secret && matches!(v.kind, ExprKind::Str { .. }) {
+                self.out.push(diag::literal_secret(v.span, &k.name));
+            }
+            self.expr(v, &[], false);
+        }
+    }
+}

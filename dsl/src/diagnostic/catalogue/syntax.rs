@@ -1,0 +1,85 @@
+//! Syntax errors (E0001–E0003).
+
+use crate::ast::Span;
+use crate::diagnostic::{codes, Diagnostic};
+
+/// `parse_expr` on text with no expression at all.
+pub fn empty_expression(span: Span) -> Diagnostic {
+    Diagnostic::new(codes::SYNTAX, span, "empty expression")
+}
+
+/// `parse_expr` on text that holds no expression rule.
+pub fn expected_expression(span: Span) -> Diagnostic {
+    Diagnostic::new(codes::SYNTAX, span, "expected an expression")
+}
+
+/// A graph item written after the graph's closing `}`.
+pub fn outside_graph(span: Span) -> Diagnostic {
+    Diagnostic::new(codes::SYNTAX, span, "this item is outside of any graph")
+        .label("outside the graph")
+        .help("move it inside `graph name { … }`, before the graph's closing `}`")
+}
+
+/// The parser expected `what` and found `found` (both already phrased for people).
+pub fn expected(span: Span, what: &str, found: &str, help: String) -> Diagnostic {
+    Diagnostic::new(
+        codes::SYNTAX,
+        span,
+        format!("expected {what}, found {found}"),
+    )
+    .label(format!("expected {what}"))
+    .help(help)
+}
+
+/// A `graph name {` whose braces never balance; `suspect` is the block that likely lacks its `}`.
+pub fn unclosed_graph(open: Span, name: &str, suspect: Option<Span>) -> Diagnostic {
+    let d = Diagnostic::new(codes::SYNTAX, open, format!("graph `{name}` is never closed"))
+        .label("this `{` has no matching `}`")
+        .help("add the missing `}` at the end of the graph, or at the end of a block inside it (state, node, set, route …)");
+    match suspect {
+        Some(s) => d.with_label(s, "this block's `}` may be the one missing"),
+        None => d,
+    }
+}
+
+/// A plain string not closed on its line.
+pub fn unclosed_string(span: Span) -> Diagnostic {
+    Diagnostic::new(codes::SYNTAX, span, "this string is not closed")
+        .label("no closing `\"` on this line")
+        .help("end it with `\"` on the same line; text over several lines goes in `\"\"\"…\"\"\"`")
+}
+
+/// An operator with nothing on its right.
+pub fn missing_operand(span: Span, op: &str) -> Diagnostic {
+    Diagnostic::new(
+        codes::SYNTAX,
+        span,
+        format!("expected an expression after `{op}`"),
+    )
+    .label("nothing on this operator's right")
+    .help(format!(
+        "finish the expression (e.g. `count {op} 1`) or remove the `{op}`"
+    ))
+}
+
+/// The formatter got no tree at all.
+pub fn unreadable_file(span: Span) -> Diagnostic {
+    Diagnostic::new(codes::SYNTAX, span, "the file could not be read")
+}
+
+/// A skipped line that parses on its own (a fallback of error recovery).
+pub fn skipped_line(span: Span, token: &str) -> Diagnostic {
+    Diagnostic::new(codes::SKIPPED_LINE, span, format!("unexpected `{token}`"))
+        .label("not understood here")
+}
+
+/// An expression nested `depth` levels deep, over `max`.
+pub fn too_deep(span: Span, depth: usize, max: usize) -> Diagnostic {
+    Diagnostic::new(
+        codes::TOO_DEEP,
+        span,
+        format!("this expression is nested {depth} levels deep; the limit is {max}"),
+    )
+    .label("too deep")
+    .help("split it: compute parts in separate `set` entries or nodes")
+}
