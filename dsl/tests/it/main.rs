@@ -3,6 +3,7 @@
 
 mod ast_snapshots;
 mod examples;
+mod extensions;
 mod fmt;
 mod golden;
 mod parse_smoke;
