@@ -28,4 +28,4 @@ pub use compile::Compiled;
 pub use diagnostic::{Diagnostic, Severity};
 pub use parse::{parse, parse_expr, Parsed};
 pub use project::{LoadError, Project};
-pub use registry::Registry;
+pub use registry::{Registry, RegistryFactory};

@@ -18,8 +18,7 @@ use agentgraph_std_tools::dsl::{all_tools, register};
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
 
-/// Builds a fresh registry (the shape the CLI and the server take).
-pub type RegistryFactory = Arc<dyn Fn() -> Registry + Send + Sync>;
+pub use agentgraph_dsl::RegistryFactory;
 
 /// Called when the configured catalogue cannot be loaded and the built-in one is used instead.
 pub type FallbackHook = Arc<dyn Fn(&CatalogueLoadError) + Send + Sync>;

@@ -4,7 +4,6 @@ use crate::error::ApiError;
 use crate::events::EventStore;
 use crate::reload::{check_file, deps_hash, Checked, Deps, GraphHealth, GraphStatus};
 use crate::versions::GraphVersion;
-use agentgraph_dsl::Registry;
 use agentgraph_runtime::{Checkpointer, CompiledGraph};
 use axum::http::StatusCode;
 use serde_json::Value;
@@ -12,8 +11,7 @@ use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-/// Builds the registry of tools, kinds and reducers graphs may use.
-pub type RegistryFactory = Arc<dyn Fn() -> Registry + Send + Sync>;
+pub use agentgraph_dsl::RegistryFactory;
 
 /// Why a graph could not be used.
 #[derive(Debug, Clone)]

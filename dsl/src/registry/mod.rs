@@ -12,6 +12,10 @@ pub(crate) mod node_build;
 
 pub use node_build::{NodeBuild, NodeFactory};
 
+/// Builds a fresh registry: what an application hands the CLI's commands and the server, so
+/// that they compile graphs against its tools and kinds without knowing them.
+pub type RegistryFactory = std::sync::Arc<dyn Fn() -> Registry + Send + Sync>;
+
 /// An entry a node kind accepts.
 #[derive(Debug, Clone)]
 pub struct EntrySpec {
