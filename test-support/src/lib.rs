@@ -16,6 +16,10 @@
 //! The skip folder is `$AGENTGRAPH_SKIP_DIR`, else `agentgraph-skips/` in the Cargo target
 //! folder of the test binary. `scripts/test` clears it, runs `cargo test --workspace` and
 //! prints one line per skipped suite.
+//!
+//! [`graphs`] holds the graph-building and run helpers the engine and agent-node tests share.
+
+pub mod graphs;
 
 use std::fmt::Display;
 use std::io::Write;

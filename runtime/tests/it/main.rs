@@ -1,8 +1,9 @@
 //! The runtime's integration tests, one binary: each former test file is a module; helpers shared
 //! by several of them live in `tests/common/`.
 
-#[path = "../common/mod.rs"]
-mod common;
+mod common {
+    pub use agentgraph_test_support::graphs::*;
+}
 
 mod checkpointer_conformance;
 mod engine_basics;

@@ -1,5 +1,6 @@
-//! Helpers shared by the engine tests.
-#![allow(dead_code)]
+//! Graph-building and run helpers shared by the engine and agent-node tests: channels, logged
+//! chains, counting nodes, and one-line `invoke`/`resume`/`state` calls that fail the test on
+//! an unexpected error.
 
 use agentgraph_runtime::*;
 use serde_json::{json, Value};
