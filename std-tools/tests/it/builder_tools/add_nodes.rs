@@ -1,0 +1,169 @@
+//! `add_nodes`: positions and names, errors, parallel adds and the settings' channels.
+
+use super::*;
+
+#[tokio::test]
+async fn add_nodes_happy_path_positions_and_names() {
+    let mut s = Session::new(builtin());
+    let tool = AddNodes::new(s.cat.clone());
+    let out = s
+        .call(
+            &tool,
+            json!({"nodeType": "n8n-nodes-base.httpRequest", "name": "Fetch Weather Data",
+                   "connectionParametersReasoning": "static", "connectionParameters": {}}),
+        )
+        .await
+        .expect("add");
+    let msg = text(&out);
+    assert!(
+        msg.starts_with("Successfully added \"Fetch Weather Data\" (HTTP Request) with ID "),
+        "{msg}"
+    );
+    let ops = ops_of(&out);
+    let [Operation::AddNodes { nodes }] = ops.as_slice() else {
+        panic!("{ops:?}")
+    };
+    assert_eq!(nodes[0].node_type, "n8n-nodes-base.httpRequest");
+    assert_eq!(nodes[0].version(), 4.2);
+    assert_eq!(nodes[0].xy(), (240.0, 300.0));
+    assert_eq!(nodes[0].id.as_deref(), Some(id_of(&msg).as_str()));
+    s.apply(&out);
+    // Next main node to the right; a trigger to the left; a duplicate name made unique.
+    let set = s
+        .add("n8n-nodes-base.set", "Fetch Weather Data", json!({}))
+        .await;
+    assert_eq!(s.name(&set), "Fetch Weather Data1");
+    assert_eq!(s.wf.node_by_id(&set).expect("set").xy(), (480.0, 300.0));
+    let trig = s
+        .add("n8n-nodes-base.scheduleTrigger", "Every Hour", json!({}))
+        .await;
+    assert_eq!(s.wf.node_by_id(&trig).expect("trigger").xy(), (0.0, 300.0));
+    // A sub-node goes below its likely parent.
+    let agent = s.add(&format!("{LC}.agent"), "Agent", json!({})).await;
+    let model = s
+        .add(&format!("{LC}.lmChatOpenAi"), "Model", json!({}))
+        .await;
+    let (ax, ay) = s.wf.node_by_id(&agent).expect("agent").xy();
+    assert_eq!(
+        s.wf.node_by_id(&model).expect("model").xy(),
+        (ax, ay + 200.0)
+    );
+    let mem = s
+        .add(&format!("{LC}.memoryBufferWindow"), "Memory", json!({}))
+        .await;
+    assert_eq!(
+        s.wf.node_by_id(&mem).expect("mem").xy(),
+        (ax + 160.0, ay + 200.0)
+    );
+    // Connection parameters become the node's parameters.
+    let vs = s
+        .add(
+            &format!("{LC}.vectorStoreInMemory"),
+            "Store",
+            json!({"mode": "insert"}),
+        )
+        .await;
+    assert_eq!(
+        s.wf.node_by_id(&vs).expect("vs").parameters["mode"],
+        json!("insert")
+    );
+    // Empty name: the type's default name.
+    let out = s
+        .call(
+            &tool,
+            json!({"nodeType": "n8n-nodes-base.code", "name": "",
+                   "connectionParametersReasoning": "static", "connectionParameters": {}}),
+        )
+        .await
+        .expect("add");
+    assert!(text(&out).contains("\"Code\""), "{}", text(&out));
+}
+
+#[tokio::test]
+async fn add_nodes_errors() {
+    let mut s = Session::new(builtin());
+    let tool = AddNodes::new(s.cat.clone());
+    let e = s
+        .err(
+            &tool,
+            json!({"nodeType": "n8n-nodes-base.httpReqest", "name": "x",
+                   "connectionParametersReasoning": "r", "connectionParameters": {}}),
+        )
+        .await;
+    assert_eq!(e.code, codes::NODE_TYPE_NOT_FOUND);
+    assert!(
+        e.message.contains("Did you mean") && e.message.contains("httpRequest"),
+        "{e}"
+    );
+    let e = s
+        .err(
+            &tool,
+            json!({"nodeType": "n8n-nodes-base.httpRequest", "name": "x",
+                   "connectionParametersReasoning": "  ", "connectionParameters": {}}),
+        )
+        .await;
+    assert_eq!(e.code, codes::MISSING_REASONING);
+    let e = tool
+        .call(
+            json!({"nodeType": "n8n-nodes-base.httpRequest", "name": "x",
+                   "connectionParametersReasoning": "r", "connectionParameters": [1]}),
+            &s.ctx(),
+        )
+        .await
+        .expect_err("array params");
+    assert_eq!(e.code, codes::INVALID_INPUT);
+    s.add("n8n-nodes-base.manualTrigger", "Start", json!({}))
+        .await;
+    let e = s
+        .err(
+            &tool,
+            json!({"nodeType": "n8n-nodes-base.manualTrigger", "name": "Again",
+                   "connectionParametersReasoning": "r", "connectionParameters": {}}),
+        )
+        .await;
+    assert_eq!(e.code, codes::MAX_NODES_REACHED);
+    // A workflow channel that is not a workflow.
+    let ctx = ToolContext::detached(StateView::from_object(json!({"workflow": {"nodes": 3}})));
+    let e = tool
+        .call(
+            json!({"nodeType": "n8n-nodes-base.set", "name": "x",
+                   "connectionParametersReasoning": "r", "connectionParameters": {}}),
+            &ctx,
+        )
+        .await
+        .expect_err("bad workflow");
+    assert_eq!(e.code, codes::INVALID_WORKFLOW);
+}
+
+#[tokio::test]
+async fn parallel_adds_with_the_same_name_get_unique_names() {
+    let mut s = Session::new(builtin());
+    let tool = AddNodes::new(s.cat.clone());
+    let args = json!({"nodeType": "n8n-nodes-base.set", "name": "Prepare",
+                      "connectionParametersReasoning": "r", "connectionParameters": {}});
+    // Both calls see the same state (one step), then both batches apply.
+    let a = s.call(&tool, args.clone()).await.expect("a");
+    let b = s.call(&tool, args).await.expect("b");
+    s.apply(&a);
+    s.apply(&b);
+    let names: Vec<&str> = s.wf.node_names().collect();
+    assert_eq!(names, vec!["Prepare", "Prepare1"]);
+}
+
+#[tokio::test]
+async fn settings_choose_the_channels() {
+    let s = Session::new(builtin());
+    let tool = AddNodes::new(s.cat.clone());
+    let ctx = ToolContext::detached(StateView::from_object(json!({"wf": null}))).with_settings(
+        Arc::new(json!({"workflow_channel": "wf", "operations_channel": "ops"})),
+    );
+    let out = tool
+        .call(
+            json!({"nodeType": "n8n-nodes-base.set", "name": "x",
+                   "connectionParametersReasoning": "r", "connectionParameters": {}}),
+            &ctx,
+        )
+        .await
+        .expect("add");
+    assert_eq!(out.writes[0].0, "ops");
+}
