@@ -353,6 +353,10 @@ async fn thread_state(
     check_thread(&thread)?;
     let q = query(q)?;
     let (name, graph) = thread_graph(&state, &thread, q.graph).await?;
+    // Whether a run is active is read before the state: `active: false` then promises the
+    // values are those the last run ended with (read after, a run could end in between and
+    // leave a mid-run state marked inactive).
+    let active = state.runs().contains_key(&thread);
     let snap = graph
         .get_state(&thread, None)
         .await
@@ -367,7 +371,7 @@ async fn thread_state(
     if let Some(o) = v.as_object_mut() {
         o.insert("thread_id".into(), json!(thread));
         o.insert("graph".into(), json!(name));
-        o.insert("active".into(), json!(state.runs().contains_key(&thread)));
+        o.insert("active".into(), json!(active));
     }
     Ok(Json(v))
 }
