@@ -4,8 +4,8 @@
 
 use super::http::{self, HttpClient, HttpOptions};
 use super::{
-    CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, ModelResponse, SystemPart,
-    ToolCall, ToolChoice, Usage,
+    CallContext, ModelError, ModelEvent, ModelRequest, ModelResponse, SystemPart, ToolCall,
+    ToolChoice, Usage,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -395,21 +395,6 @@ fn stream_error(err: &Value) -> ModelError {
     let mut body = Map::new();
     body.insert("error".into(), err.clone());
     http::status_error(PROVIDER, status, None, &Value::Object(body).to_string())
-}
-
-#[async_trait]
-impl ChatModel for AnthropicModel {
-    fn name(&self) -> String {
-        format!("{PROVIDER}/{}", self.model)
-    }
-
-    async fn complete(
-        &self,
-        req: &ModelRequest,
-        ctx: &CallContext,
-    ) -> Result<ModelResponse, ModelError> {
-        http::complete_streamed(self, req, ctx).await
-    }
 }
 
 #[async_trait]

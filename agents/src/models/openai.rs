@@ -4,8 +4,7 @@
 
 use super::http::{self, HttpClient, HttpOptions};
 use super::{
-    CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolCall,
-    ToolChoice,
+    CallContext, ModelError, ModelEvent, ModelRequest, ModelResponse, ToolCall, ToolChoice,
 };
 use async_trait::async_trait;
 use futures::StreamExt;
@@ -317,21 +316,6 @@ fn stream_error_status(err: &Value) -> u16 {
         "not_found_error" => 404,
         "rate_limit_error" | "rate_limit_exceeded" | "insufficient_quota" => 429,
         _ => 500,
-    }
-}
-
-#[async_trait]
-impl ChatModel for OpenAiModel {
-    fn name(&self) -> String {
-        format!("{PROVIDER}/{}", self.model)
-    }
-
-    async fn complete(
-        &self,
-        req: &ModelRequest,
-        ctx: &CallContext,
-    ) -> Result<ModelResponse, ModelError> {
-        http::complete_streamed(self, req, ctx).await
     }
 }
 

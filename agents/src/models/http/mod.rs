@@ -27,7 +27,7 @@ pub use errors::{
 pub use messages::{message_role, message_text, message_tool_calls};
 pub use sse::{check_cut_tool_call, parse_args, parse_json, sse_events};
 
-use super::{CallContext, ModelError, ModelEvent, ModelRequest, ModelResponse};
+use super::{CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, ModelResponse};
 use agentgraph_runtime::{RetryOn, RetryPolicy};
 use async_trait::async_trait;
 use serde_json::Value;
@@ -169,9 +169,25 @@ pub(crate) trait StreamingApi: Send + Sync {
     ) -> Result<ModelResponse, ModelError>;
 }
 
+/// Every [`StreamingApi`] is a [`ChatModel`] named `provider/model`.
+#[async_trait]
+impl<T: StreamingApi + 'static> ChatModel for T {
+    fn name(&self) -> String {
+        format!("{}/{}", T::PROVIDER, self.model_id())
+    }
+
+    async fn complete(
+        &self,
+        req: &ModelRequest,
+        ctx: &CallContext,
+    ) -> Result<ModelResponse, ModelError> {
+        complete_streamed(self, req, ctx).await
+    }
+}
+
 /// A whole completion on a [`StreamingApi`]: the body once, attempts retried by
 /// [`HttpClient::call`] while nothing was forwarded, the model id filled in.
-pub(crate) async fn complete_streamed<P: StreamingApi>(
+async fn complete_streamed<P: StreamingApi>(
     api: &P,
     req: &ModelRequest,
     ctx: &CallContext,
