@@ -7,6 +7,7 @@
 //! - [`builder_graph`]: the shipped builder graphs (`single`, `multi`);
 //! - [`CHAT_PAGE`]: the builder's chat page, which the server serves at `/`;
 //! - [`validate_file`]: the `agentgraph validate` command's checks;
+//! - [`client`]: a client for a running n8n (public API v1, and the node types);
 //! - [`workflow_summary`]: a built workflow for people (`agentgraph chat`).
 //!
 //! ```
@@ -18,6 +19,7 @@
 //! ```
 
 mod builder;
+pub mod client;
 mod catalogue;
 mod registry;
 mod validate;

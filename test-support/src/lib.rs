@@ -121,6 +121,32 @@ pub fn n8n_workflows() -> Option<PathBuf> {
     )
 }
 
+/// A running n8n for the end-to-end tests, as `scripts/n8n start` prints it: never a user's own
+/// instance (`N8N_API_URL`), since the tests create, run and delete workflows.
+#[derive(Debug, Clone)]
+pub struct N8nInstance {
+    /// `$AGENTGRAPH_TEST_N8N_URL`, e.g. `http://127.0.0.1:5679`.
+    pub url: String,
+    /// `$AGENTGRAPH_TEST_N8N_API_KEY`: a public-API key with every scope.
+    pub api_key: String,
+    /// `$AGENTGRAPH_TEST_N8N_EMAIL`: the owner's login (for the node types).
+    pub email: String,
+    /// `$AGENTGRAPH_TEST_N8N_PASSWORD`.
+    pub password: String,
+}
+
+/// The test n8n instance (`scripts/n8n start` starts one and prints these variables; `.ci/run`
+/// does both), or a skip.
+pub fn require_n8n() -> Option<N8nInstance> {
+    const WHAT: &str = "a running n8n (scripts/n8n install && eval \"$(scripts/n8n start)\")";
+    Some(N8nInstance {
+        url: require_env("AGENTGRAPH_TEST_N8N_URL", WHAT)?,
+        api_key: require_env("AGENTGRAPH_TEST_N8N_API_KEY", WHAT)?,
+        email: require_env("AGENTGRAPH_TEST_N8N_EMAIL", WHAT)?,
+        password: require_env("AGENTGRAPH_TEST_N8N_PASSWORD", WHAT)?,
+    })
+}
+
 /// The URL of a PostgreSQL server for tests: `$AGENTGRAPH_TEST_POSTGRES_URL`.
 pub fn require_postgres() -> Option<String> {
     require_env(
