@@ -6,6 +6,7 @@ mod chat;
 mod graph;
 mod inspect;
 mod live;
+mod n8n_cmd;
 mod run;
 mod validate;
 
@@ -180,6 +181,13 @@ enum Cmd {
         #[arg(long, value_name = "URL")]
         postgres: Option<String>,
     },
+    /// Work with a running n8n (its address in $N8N_API_URL or --n8n-url, its API key in
+    /// $N8N_API_KEY): `n8n run FILE|--thread ID` runs a workflow and prints each node's result
+    /// (exit 0 it succeeded, 1 it failed, 2 n8n rejected it or bad usage).
+    N8n {
+        #[command(subcommand)]
+        cmd: n8n_cmd::N8nCmd,
+    },
     /// Draw a graph as a diagram.
     Viz {
         /// The graph file.
@@ -290,6 +298,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Cmd::Check { graph } => graph::check(&ctx, &graph),
         Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
         Cmd::Chat { opts } => chat::chat(&ctx, opts).await,
+        Cmd::N8n { cmd } => n8n_cmd::n8n(&ctx, cmd).await,
         Cmd::Viz { graph, format } => graph::viz(&ctx, &graph, &format),
         Cmd::Serve {
             graphs,
