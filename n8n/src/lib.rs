@@ -9,6 +9,8 @@
 //! - [`validate_file`]: the `agentgraph validate` command's checks;
 //! - [`client`]: a client for a running n8n (public API v1, and the node types);
 //! - [`execute`]: running a workflow in n8n through a temporary webhook copy;
+//! - [`run_tool`]: `run_workflow`, a builder tool that runs the workflow in n8n once the
+//!   user confirms;
 //! - [`workflow_summary`]: a built workflow for people (`agentgraph chat`).
 //!
 //! ```
@@ -24,6 +26,7 @@ mod catalogue;
 pub mod client;
 pub mod execute;
 mod registry;
+pub mod run_tool;
 mod validate;
 
 pub use builder::{builder_graph, workflow_of, workflow_summary, BUILDER_GRAPHS};

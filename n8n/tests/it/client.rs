@@ -85,7 +85,7 @@ async fn a_workflow_round_trips_through_create_get_update_list_and_delete() {
     };
     let tag_id = tag["id"].as_str().expect("tag id").to_string();
     let tags = client
-        .set_workflow_tags(&id, &[tag_id.clone()])
+        .set_workflow_tags(&id, std::slice::from_ref(&tag_id))
         .await
         .expect("set tags");
     assert_eq!(tags.len(), 1, "{tags:?}");

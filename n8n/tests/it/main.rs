@@ -6,6 +6,7 @@
 mod client;
 mod corpus;
 mod run;
+mod run_tool;
 
 use agentgraph_n8n::client::N8nClient;
 
