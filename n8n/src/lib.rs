@@ -8,6 +8,7 @@
 //! - [`CHAT_PAGE`]: the builder's chat page, which the server serves at `/`;
 //! - [`validate_file`]: the `agentgraph validate` command's checks;
 //! - [`client`]: a client for a running n8n (public API v1, and the node types);
+//! - [`deploy`]: a builder thread's workflow deployed to n8n, its id kept in the thread;
 //! - [`workflow_summary`]: a built workflow for people (`agentgraph chat`).
 //!
 //! ```
@@ -19,8 +20,9 @@
 //! ```
 
 mod builder;
-pub mod client;
 mod catalogue;
+pub mod client;
+pub mod deploy;
 mod registry;
 mod validate;
 
