@@ -12,6 +12,7 @@ mod builder_wire;
 mod chat;
 mod cli;
 mod demo_session;
+mod n8n_deploy;
 mod react_agent;
 mod serve_postgres;
 mod serve_signals;
