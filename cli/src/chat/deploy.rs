@@ -147,9 +147,12 @@ impl Session<'_> {
         }
     }
 
-    /// Keeps a new id in the thread's state.
+    /// Keeps a new id in the thread's state (a graph without the channel: says so once).
     async fn record(&self, d: &Deployment) {
         if self.graph.schema().channel(deploy::ID_CHANNEL).is_none() {
+            if !d.created {
+                return;
+            }
             eprintln!(
                 "warning: the graph has no {} channel: the n8n workflow id is kept for this \
                  session only",
@@ -165,7 +168,7 @@ impl Session<'_> {
     /// `/activate`: deploys what changed, then activates the workflow in n8n.
     pub(super) async fn activate(&mut self) {
         if !self.deploy(When::Changed).await {
-            if self.n8n.is_some() && self.n8n.as_ref().and_then(|l| l.id.as_ref()).is_none() {
+            if self.n8n.as_ref().is_some_and(|l| l.id.is_none()) {
                 eprintln!("nothing activated: the workflow is not in n8n");
             }
             return;

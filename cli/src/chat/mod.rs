@@ -69,6 +69,14 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         Ok(p) => p,
         Err(e) => return crate::graph::fail(e, exit::USAGE),
     };
+    let n8n = if opts.n8n || opts.n8n_url.is_some() {
+        match Link::from_env(opts.n8n_url.as_deref()) {
+            Ok(link) => Some(link),
+            Err(e) => return crate::graph::fail(e, exit::USAGE),
+        }
+    } else {
+        None
+    };
     // One store for the session: every graph it switches to shares it (sled locks its folder).
     let store = match crate::graph::store(ctx) {
         Ok(s) => s,
@@ -77,14 +85,6 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
     let graph = match crate::graph::load(ctx, &path) {
         Ok(g) => g.with_checkpointer(store.clone()),
         Err(c) => return c,
-    };
-    let n8n = if opts.n8n || opts.n8n_url.is_some() {
-        match Link::from_env(opts.n8n_url.as_deref()) {
-            Ok(link) => Some(link),
-            Err(e) => return crate::graph::fail(e, exit::USAGE),
-        }
-    } else {
-        None
     };
     let thread = opts.thread.clone().unwrap_or_else(new_thread_id);
     let mut s = Session {

@@ -178,3 +178,25 @@ fn without_n8n_the_commands_say_how_to_turn_it_on() {
     );
     assert!(thread_values(db.path(), "no-n8n")["n8n_workflow_id"].is_null());
 }
+
+/// `--n8n` without a key stops before the first turn, saying which variable to set.
+#[test]
+fn a_missing_key_stops_chat_at_once() {
+    let db = tempfile::tempdir().expect("tempdir");
+    let o = command(
+        db.path(),
+        &scripts("deploy"),
+        "http://127.0.0.1:9",
+        " ",
+        &["chat", "--n8n"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .expect("the agentgraph binary runs");
+    assert_eq!(o.status.code(), Some(2), "{}", both(&o));
+    assert!(
+        both(&o).contains("no n8n API key: set N8N_API_KEY"),
+        "{}",
+        both(&o)
+    );
+}
