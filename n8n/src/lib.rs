@@ -11,6 +11,7 @@
 //! - [`execute`]: running a workflow in n8n through a temporary webhook copy;
 //! - [`run_tool`]: `run_workflow`, a builder tool that runs the workflow in n8n once the
 //!   user confirms;
+//! - [`deploy`]: a builder thread's workflow deployed to n8n, its id kept in the thread;
 //! - [`workflow_summary`]: a built workflow for people (`agentgraph chat`).
 //!
 //! ```
@@ -24,6 +25,7 @@
 mod builder;
 mod catalogue;
 pub mod client;
+pub mod deploy;
 pub mod execute;
 mod registry;
 pub mod run_tool;
