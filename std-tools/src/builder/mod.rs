@@ -15,6 +15,7 @@ pub mod remove_connection;
 pub mod remove_node;
 pub mod search_nodes;
 pub mod state;
+pub mod suggest;
 pub mod update_parameters;
 
 pub use best_practices::{

@@ -189,25 +189,13 @@ pub fn is_sub_node(ports: &Ports) -> bool {
     !ports.outputs.is_empty() && !ports.has_output(crate::workflow::MAIN)
 }
 
-/// `"Found …"` suggestions for an unknown type, from a name search on its short name.
+/// Suggestions for an unknown type: the closest real types by name and description
+/// ([`super::suggest::suggest_types`]), else the closest short names by edit distance (a typo).
 pub fn did_you_mean(catalogue: &Catalogue, node_type: &str) -> String {
     let short = crate::catalogue::short_name(node_type);
-    let mut hits = catalogue.search(short, 3);
-    if hits.is_empty() {
-        // Try the words of a camelCase or spaced name.
-        for word in short
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|w| w.len() > 2)
-        {
-            hits = catalogue.search(word, 3);
-            if !hits.is_empty() {
-                break;
-            }
-        }
-    }
-    let mut names: Vec<String> = hits
+    let mut names: Vec<String> = super::suggest::suggest_types(catalogue, node_type, 3)
         .iter()
-        .map(|h| format!("`{}` ({})", h.node_type, h.display_name))
+        .map(|d| format!("`{}` ({})", d.name, d.display_name))
         .collect();
     if names.is_empty() {
         names = closest_types(catalogue, short, 3)

@@ -186,3 +186,40 @@ async fn webhook_nodes_get_a_webhook_id() {
     let set = s.wf.node_by_id(&set).expect("set");
     assert!(!set.extra.contains_key("webhookId"), "{:?}", set.extra);
 }
+
+/// Unknown types a small model invented (seen in real runs) get the real types they meant,
+/// and stop-words in a made-up name suggest nothing.
+#[tokio::test]
+async fn unknown_types_get_the_real_types_they_meant() {
+    let Some(cat) = real() else { return };
+    let s = Session::new(cat.clone());
+    let tool = AddNodes::new(cat);
+    for (invented, meant) in [
+        ("n8n-nodes-emailer.sendEmail", "n8n-nodes-base.emailSend"),
+        (
+            "n8n-nodes-openweathermap.httpRequest",
+            "n8n-nodes-base.openWeatherMap",
+        ),
+        ("n8n-nodes-base.slackMessage", "n8n-nodes-base.slack"),
+        ("n8n-nodes-base.htpRequest", "n8n-nodes-base.httpRequest"),
+    ] {
+        let e = s
+            .err(
+                &tool,
+                json!({"nodeType": invented, "name": "X",
+                       "connectionParametersReasoning": "none", "connectionParameters": {}}),
+            )
+            .await;
+        assert!(e.message.contains(&format!("`{meant}`")), "{invented}: {e}");
+    }
+    let e = s
+        .err(
+            &tool,
+            json!({"nodeType": "n8n-nodes-base.scraping_and_research", "name": "X",
+                   "connectionParametersReasoning": "none", "connectionParameters": {}}),
+        )
+        .await;
+    for wrong in ["executeCommand", "mandrill", "Tool`"] {
+        assert!(!e.message.contains(wrong), "{e}");
+    }
+}
