@@ -116,10 +116,7 @@ impl N8nClient {
     }
 
     /// Executions matching `query`, newest first.
-    pub async fn list_executions(
-        &self,
-        query: &ExecutionQuery,
-    ) -> Result<Vec<Value>, ClientError> {
+    pub async fn list_executions(&self, query: &ExecutionQuery) -> Result<Vec<Value>, ClientError> {
         let limit = query.limit.unwrap_or(100).clamp(1, 250);
         let mut params = vec![format!("limit={limit}")];
         if let Some(id) = &query.workflow_id {
@@ -175,7 +172,9 @@ impl N8nClient {
             repeatable: true,
             ..Target::new("workflow", id)
         };
-        let v = self.request(Method::PUT, &path, Some(&body), target).await?;
+        let v = self
+            .request(Method::PUT, &path, Some(&body), target)
+            .await?;
         Ok(v.as_array().cloned().unwrap_or_default())
     }
 
@@ -194,7 +193,11 @@ impl N8nClient {
 
     /// Calls a production webhook (`POST /webhook/{path}`) with `body`; returns n8n's status
     /// and answer (JSON, or the text as a JSON string). Not retried: a webhook has effects.
-    pub async fn call_webhook(&self, path: &str, body: &Value) -> Result<(u16, Value), ClientError> {
+    pub async fn call_webhook(
+        &self,
+        path: &str,
+        body: &Value,
+    ) -> Result<(u16, Value), ClientError> {
         let url = format!("{}/webhook/{}", self.base, path.trim_start_matches('/'));
         let resp = self
             .http

@@ -10,7 +10,9 @@ pub enum ClientError {
     #[error("{0}")]
     Config(String),
     /// Nothing answered at the instance's address.
-    #[error("cannot reach n8n at {url}: {reason} (is n8n running there? set N8N_API_URL or --n8n-url)")]
+    #[error(
+        "cannot reach n8n at {url}: {reason} (is n8n running there? set N8N_API_URL or --n8n-url)"
+    )]
     Unreachable {
         /// The address tried.
         url: String,

@@ -117,12 +117,18 @@ impl N8nClient {
     /// them when given.
     pub fn from_env_or(url: Option<&str>, key: Option<&str>) -> Result<Self, ClientError> {
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let url = url.map(str::to_string).or_else(|| env(URL_ENV)).ok_or_else(|| {
-            ClientError::Config(format!(
-                "no n8n address: set {URL_ENV} (e.g. http://localhost:5678) or pass --n8n-url"
-            ))
-        })?;
-        let key = key.map(str::to_string).or_else(|| env(KEY_ENV)).unwrap_or_default();
+        let url = url
+            .map(str::to_string)
+            .or_else(|| env(URL_ENV))
+            .ok_or_else(|| {
+                ClientError::Config(format!(
+                    "no n8n address: set {URL_ENV} (e.g. http://localhost:5678) or pass --n8n-url"
+                ))
+            })?;
+        let key = key
+            .map(str::to_string)
+            .or_else(|| env(KEY_ENV))
+            .unwrap_or_default();
         Self::new(&url, &key)
     }
 
@@ -194,8 +200,8 @@ impl N8nClient {
                     reason: format!("{e} in {:?}", text.chars().take(200).collect::<String>()),
                 });
             }
-            let retryable = status == StatusCode::TOO_MANY_REQUESTS
-                || (status.is_server_error() && repeatable);
+            let retryable =
+                status == StatusCode::TOO_MANY_REQUESTS || (status.is_server_error() && repeatable);
             if retryable && attempt < self.retry.attempts {
                 tokio::time::sleep(self.backoff(attempt, retry_after)).await;
                 continue;
