@@ -36,6 +36,8 @@ pub struct ChatOpts {
     /// Write the workflow (pretty JSON) here after every turn.
     #[arg(long)]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    pub catalogue: crate::catalogue::CatalogueOpt,
 }
 
 struct Session<'a> {
