@@ -274,25 +274,28 @@ fn npm_note(env: &[(&str, &str)], remove_home: bool) -> String {
 
 #[test]
 fn the_data_folder_is_agentgraph_data_dir_else_xdg_data_home_else_home() {
-    let (a, b, c) = ("/tmp/ag-a", "/tmp/ag-b", "/tmp/ag-c");
-    let note = npm_note(
-        &[
-            ("AGENTGRAPH_DATA_DIR", a),
-            ("XDG_DATA_HOME", b),
-            ("HOME", c),
-        ],
-        false,
-    );
-    assert!(note.starts_with("/tmp/ag-a/catalogue/npm: none"), "{note}");
-    let note = npm_note(&[("XDG_DATA_HOME", b), ("HOME", c)], false);
+    // Folders that are never created: only where the commands look is checked.
+    let tmp = tempfile::tempdir().unwrap();
+    let [a, b, c] = ["a", "b", "c"].map(|n| s(&tmp.path().join(n)));
+    let env = [
+        ("AGENTGRAPH_DATA_DIR", a.as_str()),
+        ("XDG_DATA_HOME", &b),
+        ("HOME", &c),
+    ];
+    let note = npm_note(&env, false);
     assert!(
-        note.starts_with("/tmp/ag-b/agentgraph/catalogue/npm: none"),
+        note.starts_with(&format!("{a}/catalogue/npm: none")),
+        "{note}"
+    );
+    let note = npm_note(&env[1..], false);
+    assert!(
+        note.starts_with(&format!("{b}/agentgraph/catalogue/npm: none")),
         "{note}"
     );
     // A relative XDG_DATA_HOME is ignored, as the XDG spec says.
-    let note = npm_note(&[("XDG_DATA_HOME", "rel"), ("HOME", c)], false);
+    let note = npm_note(&[("XDG_DATA_HOME", "rel"), ("HOME", &c)], false);
     assert!(
-        note.starts_with("/tmp/ag-c/.local/share/agentgraph/catalogue/npm: none"),
+        note.starts_with(&format!("{c}/.local/share/agentgraph/catalogue/npm: none")),
         "{note}"
     );
     let note = npm_note(&[], true);

@@ -6,7 +6,7 @@ use agentgraph_n8n::catalogue::store::DataDirError;
 use agentgraph_n8n::catalogue::{Lookup, Step, StepState};
 use agentgraph_n8n::{CatalogueLoadError, CatalogueSource, Origin};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -179,10 +179,16 @@ fn the_start_line_names_the_catalogue_without_loading_it() {
         CatalogueSource::Auto.resolve_with(&lookup).start_line(),
         "catalogue: npm n8n-nodes-base 9.1.0 + @n8n/n8n-nodes-langchain 9.0.5 (n8n 9.2.0, 2 node types)"
     );
-    let dir = PathBuf::from("/nowhere/catalogue");
+    // A directory's line names it; its files are not read (this one does not exist).
+    let dir = data.path().join("not-there");
     assert_eq!(
-        CatalogueSource::Dir(dir).resolve_with(&lookup).start_line(),
-        "catalogue: n8n node types from /nowhere/catalogue (--catalogue)"
+        CatalogueSource::Dir(dir.clone())
+            .resolve_with(&lookup)
+            .start_line(),
+        format!(
+            "catalogue: n8n node types from {} (--catalogue)",
+            dir.display()
+        )
     );
 }
 
