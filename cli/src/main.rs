@@ -1,13 +1,15 @@
 //! `agentgraph`: run, resume and inspect `.ag` graphs on a sled store, check, format and draw
-//! them, validate n8n workflow files, fetch the n8n node-type catalogue. Exit codes: 0 done, 1 run failed, 2 bad usage or a DSL
-//! error, 3 stopped at an interrupt.
+//! them, validate n8n workflow files, fetch the n8n node-type catalogue. Exit codes: 0 done, 1
+//! run failed, 2 bad usage or a DSL error, 3 stopped at an interrupt.
 
 mod catalogue;
 mod chat;
 mod graph;
 mod inspect;
 mod live;
+mod n8n_cmd;
 mod run;
+mod serve_n8n;
 mod validate;
 
 use clap::{Parser, Subcommand};
@@ -166,7 +168,8 @@ enum Cmd {
     },
     /// An interactive session with the workflow builder: one line of stdin per turn, tool
     /// progress and the answer streamed live, the workflow shown after each turn; `/graph
-    /// single|multi|PATH`, `/undo`, `/compact`, `/clear`, `/quit`.
+    /// single|multi|PATH`, `/undo`, `/compact`, `/clear`, `/quit`; with `--n8n` the workflow
+    /// is deployed to n8n after each turn that changes it (`/deploy`, `/activate`, `/open`).
     Chat {
         #[command(flatten)]
         opts: chat::ChatOpts,
@@ -186,8 +189,22 @@ enum Cmd {
         /// folder, so several servers share threads; events stay under `--db`.
         #[arg(long, value_name = "URL")]
         postgres: Option<String>,
+        /// Offer `POST /threads/{id}/n8n/deploy`, `POST /threads/{id}/n8n/activate` and `GET
+        /// /threads/{id}/n8n` for the n8n instance at $N8N_API_URL (key $N8N_API_KEY).
+        #[arg(long)]
+        n8n: bool,
+        /// The n8n instance's address (instead of $N8N_API_URL); implies --n8n.
+        #[arg(long, value_name = "URL")]
+        n8n_url: Option<String>,
         #[command(flatten)]
         catalogue: catalogue::CatalogueOpt,
+    },
+    /// Work with a running n8n (its address in $N8N_API_URL or --n8n-url, its API key in
+    /// $N8N_API_KEY): `n8n run FILE|--thread ID` runs a workflow and prints each node's result
+    /// (exit 0 it succeeded, 1 it failed, 2 n8n rejected it or bad usage).
+    N8n {
+        #[command(subcommand)]
+        cmd: n8n_cmd::N8nCmd,
     },
     /// Draw a graph as a diagram.
     Viz {
@@ -307,13 +324,19 @@ async fn dispatch(cli: Cli) -> u8 {
         Cmd::Check { graph } => graph::check(&ctx, &graph),
         Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
         Cmd::Chat { opts } => chat::chat(&ctx, opts).await,
+        Cmd::N8n { cmd } => n8n_cmd::n8n(&ctx, cmd).await,
         Cmd::Viz { graph, format } => graph::viz(&ctx, &graph, &format),
         Cmd::Serve {
             graphs,
             addr,
             postgres,
+            n8n,
+            n8n_url,
             ..
-        } => serve(&ctx, graphs, addr, postgres).await,
+        } => {
+            let n8n = (n8n || n8n_url.is_some()).then_some(n8n_url);
+            serve(&ctx, graphs, addr, postgres, n8n).await
+        }
         Cmd::Validate { file, catalogue } => {
             validate::validate(&file, catalogue.source(), ctx.json)
         }
@@ -322,12 +345,14 @@ async fn dispatch(cli: Cli) -> u8 {
 }
 
 /// `agentgraph serve`: until SIGTERM or Ctrl-C, then a graceful shutdown (running runs are
-/// cancelled and checkpoint; exit 0).
+/// cancelled and checkpoint; exit 0). `n8n`: the deploy routes, with the instance's address
+/// when given (else `$N8N_API_URL`).
 async fn serve(
     ctx: &graph::Ctx,
     graphs: PathBuf,
     addr: std::net::SocketAddr,
     postgres: Option<String>,
+    n8n: Option<Option<String>>,
 ) -> u8 {
     // The builder's chat page at `/`.
     let mut config = agentgraph_server::ServerConfig::new(graphs, ctx.db.clone())
@@ -337,6 +362,15 @@ async fn serve(
             "/",
             agentgraph_n8n::CHAT_PAGE,
         ));
+    if let Some(url) = n8n {
+        match agentgraph_n8n::client::N8nClient::from_env_or(url.as_deref(), None) {
+            Ok(client) => {
+                eprintln!("n8n deploy routes for {}", client.base_url());
+                config = config.routes(serve_n8n::routes(client));
+            }
+            Err(e) => return graph::fail(e, exit::USAGE),
+        }
+    }
     if let Some(url) = postgres {
         match agentgraph_postgres::PostgresCheckpointer::connect(&url).await {
             Ok(cp) => {

@@ -11,6 +11,10 @@
 //! - [`CHAT_PAGE`]: the builder's chat page, which the server serves at `/`;
 //! - [`validate_file`]: the `agentgraph validate` command's checks;
 //! - [`client`]: a client for a running n8n (public API v1, and the node types);
+//! - [`execute`]: running a workflow in n8n through a temporary webhook copy;
+//! - [`run_tool`]: `run_workflow`, a builder tool that runs the workflow in n8n once the
+//!   user confirms;
+//! - [`deploy`]: a builder thread's workflow deployed to n8n, its id kept in the thread;
 //! - [`workflow_summary`]: a built workflow for people (`agentgraph chat`).
 //!
 //! ```
@@ -24,7 +28,10 @@
 mod builder;
 pub mod catalogue;
 pub mod client;
+pub mod deploy;
+pub mod execute;
 mod registry;
+pub mod run_tool;
 mod validate;
 
 pub use builder::{builder_graph, workflow_of, workflow_summary, BUILDER_GRAPHS};

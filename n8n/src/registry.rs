@@ -93,7 +93,7 @@ impl N8n {
         // Names, docs, reducers and kinds, over an empty catalogue (cheap) ...
         register(&mut reg, Arc::new(Catalogue::new()));
         // ... then the catalogue-bound parts are swapped for ones that load it on first use.
-        let lazy: ToolMap = all_tools(Arc::new(Catalogue::new()))
+        let mut lazy: ToolMap = all_tools(Arc::new(Catalogue::new()))
             .into_iter()
             .map(|(name, t)| {
                 let tool: Arc<dyn Tool> = Arc::new(LazyTool {
@@ -105,6 +105,11 @@ impl N8n {
                 (name, tool)
             })
             .collect();
+        // Needs no catalogue; asks the user before every run (graphs opt in by naming it).
+        lazy.insert(
+            crate::run_tool::RUN_WORKFLOW.to_string(),
+            Arc::new(crate::run_tool::RunWorkflowTool),
+        );
         agentgraph_dsl::agents::register(&mut reg, lazy);
         if let Some(kind) = reg.kinds.get_mut(APPLY_OPERATIONS) {
             kind.factory = Some(Arc::new(LazyKind {

@@ -10,7 +10,9 @@
 //! ```
 //!
 //! The server knows no particular application: [`ServerConfig::registry`] says which tools
-//! and kinds graphs may use, [`ServerConfig::pages`] adds pages (such as a chat page at `/`).
+//! and kinds graphs may use, [`ServerConfig::pages`] adds pages (such as a chat page at `/`),
+//! [`ServerConfig::routes`] adds endpoints (such as deploying a thread's result somewhere;
+//! [`ServerState::thread_graph`] and [`ServerState::hold_thread`] are what they build on).
 //!
 //! Endpoints (JSON errors are `{"error": {"code", "message"}}`, plus `diagnostics` for 422;
 //! an unknown path is 404 `NOT_FOUND`, a wrong method 405 `METHOD_NOT_ALLOWED`):
@@ -58,6 +60,7 @@
 
 mod error;
 mod events;
+mod extend;
 mod graphs;
 mod pages;
 mod reload;
@@ -68,6 +71,7 @@ mod versions;
 
 pub use error::{ApiError, ServerError};
 pub use events::{EventLimits, EventStore, Replayed, StoredEvent};
+pub use extend::ThreadHold;
 pub use graphs::{GraphCache, GraphLoadError, RegistryFactory, Versioned};
 pub use pages::Page;
 pub use reload::{
@@ -137,6 +141,8 @@ pub struct ServerConfig {
     /// storage (e.g. `PostgresCheckpointer::thread_locks`). `None` (the default): this
     /// process's own bookkeeping only, which is all a server on its own sled folder needs.
     pub thread_locks: Option<Arc<dyn ThreadLocks>>,
+    /// An application's own endpoints, merged into the API (default none).
+    pub routes: Vec<axum::Router<ServerState>>,
 }
 
 impl ServerConfig {
@@ -154,6 +160,7 @@ impl ServerConfig {
             shutdown_grace: Duration::from_secs(10),
             watch: true,
             thread_locks: None,
+            routes: Vec::new(),
         }
     }
 
@@ -186,6 +193,14 @@ impl ServerConfig {
         self.pages.push(page);
         self
     }
+
+    /// The same configuration also serving `routes` (handlers take `State<ServerState>`).
+    /// Their paths must not be the API's own: axum panics on a route defined twice when the
+    /// router is built.
+    pub fn routes(mut self, routes: axum::Router<ServerState>) -> Self {
+        self.routes.push(routes);
+        self
+    }
 }
 
 /// The DSL's built-in kinds and the agent kinds (`llm`, `tool_executor`, `compact`,
@@ -209,6 +224,7 @@ pub(crate) struct Inner {
     pub(crate) shutdown: CancellationToken,
     pub(crate) max_body_bytes: usize,
     pub(crate) pages: Vec<Page>,
+    pub(crate) routes: Vec<axum::Router<ServerState>>,
     pub(crate) shutdown_grace: Duration,
     pub(crate) watch: bool,
 }
@@ -286,6 +302,7 @@ impl ServerState {
                 shutdown: CancellationToken::new(),
                 max_body_bytes: config.max_body_bytes,
                 pages: config.pages.clone(),
+                routes: config.routes.clone(),
                 shutdown_grace: config.shutdown_grace,
                 watch: config.watch,
             }),

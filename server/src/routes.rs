@@ -5,9 +5,7 @@ use crate::events::Replayed;
 use crate::runs::{self, Cancelled};
 use crate::thread_run::{open_run, OpenError, OpenRun, Opening};
 use crate::{ServerState, Versioned};
-use agentgraph_runtime::{
-    CompiledGraph, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunErrorKind,
-};
+use agentgraph_runtime::{ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunErrorKind};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -26,6 +24,9 @@ pub fn router(state: ServerState) -> Router {
     let limit = state.inner.max_body_bytes;
     let pages = state.inner.pages.clone();
     let mut app = Router::new();
+    for routes in &state.inner.routes {
+        app = app.merge(routes.clone());
+    }
     for page in pages {
         let (path, content_type, body) = (page.path.clone(), page.content_type, page.body);
         app = app.route(
@@ -59,7 +60,7 @@ pub fn router(state: ServerState) -> Router {
 type ApiResult<T> = Result<T, ApiError>;
 
 /// Thread ids: 1 to 128 characters among letters, digits and `_ . : -`.
-fn check_thread(id: &str) -> ApiResult<()> {
+pub(crate) fn check_thread(id: &str) -> ApiResult<()> {
     if agentgraph_runtime::is_valid_thread_id(id) {
         Ok(())
     } else {
@@ -324,22 +325,6 @@ async fn events(
         .into_response())
 }
 
-/// The graph to read a thread with: `given`, else the one it last ran on this server.
-async fn thread_graph(
-    state: &ServerState,
-    thread: &str,
-    given: Option<String>,
-) -> ApiResult<(String, CompiledGraph)> {
-    let name = match given {
-        Some(g) => g,
-        None => state.inner.events.graph_of(thread)?.ok_or_else(|| {
-            ApiError::not_found("THREAD_NOT_FOUND", format!("no thread {thread}"))
-        })?,
-    };
-    let graph = state.inner.graphs.get(&name).await?;
-    Ok((name, graph))
-}
-
 #[derive(Deserialize)]
 struct StateQuery {
     graph: Option<String>,
@@ -352,7 +337,7 @@ async fn thread_state(
 ) -> ApiResult<Json<Value>> {
     check_thread(&thread)?;
     let q = query(q)?;
-    let (name, graph) = thread_graph(&state, &thread, q.graph).await?;
+    let (name, graph) = state.thread_graph(&thread, q.graph.as_deref()).await?;
     // Whether a run is active is read before the state: `active: false` then promises the
     // values are those the last run ended with (read after, a run could end in between and
     // leave a mid-run state marked inactive).
@@ -389,7 +374,7 @@ async fn history(
 ) -> ApiResult<Json<Value>> {
     check_thread(&thread)?;
     let q = query(q)?;
-    let (_, graph) = thread_graph(&state, &thread, q.graph).await?;
+    let (_, graph) = state.thread_graph(&thread, q.graph.as_deref()).await?;
     let list = graph
         .history(
             &thread,

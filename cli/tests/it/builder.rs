@@ -12,10 +12,10 @@
 use crate::scenario;
 
 use agentgraph_runtime::{Input, RunConfig};
-use scenario::{catalogue, catalogue_dir, check, graph, human, prompt, root, scenarios};
+use scenario::{catalogue, catalogue_dir, check, human, prompt, root, scenarios};
 use serde_json::{json, Value};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 /// Runs one turn through the CLI with the scripted model; returns the final state.
 fn cli_turn(db: &Path, arch: &str, scripts: &Path, thread: &str, text: &str) -> Value {
@@ -55,23 +55,10 @@ fn every_scenario_through_the_cli_on_both_architectures() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// Graph compilation reads `AGENTGRAPH_SCRIPT_DIR`: tests that set it take turns.
-static ENV: Mutex<()> = Mutex::new(());
-
-/// Compiles a builder graph with the scripts of `scenario`, through the Rust API.
+/// Compiles a builder graph with the scripts of `scenario`, through the Rust API, on the
+/// real catalogue.
 fn compile(arch: &str, scripts: &Path) -> agentgraph_runtime::CompiledGraph {
-    let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
-    std::env::set_var("AGENTGRAPH_PROVIDER", "scripted");
-    std::env::set_var("AGENTGRAPH_SCRIPT_DIR", scripts);
-    std::env::remove_var("AGENTGRAPH_SCRIPT_STATE");
-    let mut reg = agentgraph_dsl::Registry::default();
-    agentgraph_std_tools::dsl::register(&mut reg, catalogue().unwrap());
-    let project = agentgraph_dsl::Project::load(graph(arch)).expect("the graph loads");
-    let g = project
-        .compile(&reg)
-        .unwrap_or_else(|d| panic!("{arch}: {d:?}"));
-    std::env::remove_var("AGENTGRAPH_SCRIPT_DIR");
-    g.with_checkpointer(Arc::new(agentgraph_runtime::MemoryCheckpointer::new()))
+    scenario::compile_with(arch, scripts, catalogue().unwrap())
 }
 
 #[tokio::test]

@@ -17,6 +17,8 @@ mod catalogue;
 mod chat;
 mod cli;
 mod demo_session;
+mod n8n_deploy;
+mod n8n_scenarios;
 mod react_agent;
 mod serve_postgres;
 mod serve_signals;

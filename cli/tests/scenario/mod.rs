@@ -49,6 +49,30 @@ pub fn catalogue() -> Option<Arc<Catalogue>> {
     )
 }
 
+/// Graph compilation reads `AGENTGRAPH_SCRIPT_DIR`: tests that set it take turns.
+static ENV: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Compiles a builder graph with the scripts in `scripts`, through the Rust API, over
+/// `catalogue`, on an in-memory checkpointer.
+pub fn compile_with(
+    arch: &str,
+    scripts: &Path,
+    catalogue: Arc<Catalogue>,
+) -> agentgraph_runtime::CompiledGraph {
+    let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
+    std::env::set_var("AGENTGRAPH_PROVIDER", "scripted");
+    std::env::set_var("AGENTGRAPH_SCRIPT_DIR", scripts);
+    std::env::remove_var("AGENTGRAPH_SCRIPT_STATE");
+    let mut reg = agentgraph_dsl::Registry::default();
+    agentgraph_std_tools::dsl::register(&mut reg, catalogue);
+    let project = agentgraph_dsl::Project::load(graph(arch)).expect("the graph loads");
+    let g = project
+        .compile(&reg)
+        .unwrap_or_else(|d| panic!("{arch}: {d:?}"));
+    std::env::remove_var("AGENTGRAPH_SCRIPT_DIR");
+    g.with_checkpointer(Arc::new(agentgraph_runtime::MemoryCheckpointer::new()))
+}
+
 pub fn scenarios() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(root().join("tests/scenarios"))
         .expect("tests/scenarios exists")

@@ -191,18 +191,37 @@ impl N8nClient {
         .await
     }
 
-    /// Calls a production webhook (`POST /webhook/{path}`) with `body`; returns n8n's status
-    /// and answer (JSON, or the text as a JSON string). Not retried: a webhook has effects.
+    /// Calls a production webhook (`/webhook/{path}`) with `method` and `body` (for GET and
+    /// HEAD, the body's top-level scalars become the query); returns n8n's status and answer
+    /// (JSON, or the text as a JSON string). Not retried: a webhook has effects.
     pub async fn call_webhook(
         &self,
+        method: &str,
         path: &str,
         body: &Value,
     ) -> Result<(u16, Value), ClientError> {
         let url = format!("{}/webhook/{}", self.base, path.trim_start_matches('/'));
-        let resp = self
-            .http
-            .post(&url)
-            .json(body)
+        let method = Method::from_bytes(method.to_ascii_uppercase().as_bytes())
+            .map_err(|_| ClientError::Config(format!("{method:?} is not an HTTP method")))?;
+        let mut req = self.http.request(method.clone(), &url);
+        if method == Method::GET || method == Method::HEAD {
+            let query: Vec<(String, String)> = body
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(_, v)| !v.is_object() && !v.is_array())
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.as_str().map_or_else(|| v.to_string(), str::to_string),
+                    )
+                })
+                .collect();
+            req = req.query(&query);
+        } else {
+            req = req.json(body);
+        }
+        let resp = req
             .send()
             .await
             .map_err(|e| super::transport_error(&url, &e, self.retry.timeout))?;

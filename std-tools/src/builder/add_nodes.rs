@@ -159,9 +159,20 @@ impl Tool for AddNodes {
             })
             .unwrap_or_else(|| desc.display_name.clone());
         let name = wf.unique_name(&base);
-        let id = node_id(ctx);
-        let node =
+        let id = node_id(ctx, "node");
+        let mut node =
             WorkflowNode::new(&id, &name, &desc.name, version, position).with_parameters(params);
+        // n8n registers a node's production webhook only when the node has a webhookId (its
+        // editor assigns one to every node type that declares webhooks).
+        if desc
+            .webhooks
+            .as_ref()
+            .and_then(Value::as_array)
+            .is_some_and(|w| !w.is_empty())
+        {
+            node.extra
+                .insert("webhookId".into(), Value::String(node_id(ctx, "webhook")));
+        }
         let mut message = format!(
             "Successfully added \"{name}\" ({}) with ID {id}",
             desc.display_name
@@ -188,14 +199,14 @@ impl Tool for AddNodes {
     }
 }
 
-/// A node id in n8n's uuid form. Inside a run it is derived from the thread and the tool
+/// A node id (or, with `what` = `webhook`, a webhook id) in n8n's uuid form. Inside a run it is derived from the thread and the tool
 /// call's task id, so a step re-run after a crash adds the same node again (the addNodes
 /// operation then upserts it) instead of a second copy; outside a run it is random.
-fn node_id(ctx: &ToolContext) -> String {
+fn node_id(ctx: &ToolContext, what: &str) -> String {
     if ctx.thread_id().is_empty() {
         return uuid::Uuid::new_v4().to_string();
     }
-    let hex = agentgraph_runtime::stable_id(&[ctx.thread_id(), ctx.task_id(), "node"]);
+    let hex = agentgraph_runtime::stable_id(&[ctx.thread_id(), ctx.task_id(), what]);
     let bits = u128::from_str_radix(&hex, 16)
         .unwrap_or_else(|_| u128::from(agentgraph_runtime::fnv1a64(hex.as_bytes())));
     uuid::Builder::from_random_bytes(bits.to_be_bytes())

@@ -118,8 +118,8 @@ rules! {
         "The workflow has no (enabled) trigger node, so it can never start.";
     NODE_TYPE_NOT_FOUND = "NODE_TYPE_NOT_FOUND", Error, Structure,
         "A node's type is not in the catalogue.";
-    NODE_VERSION_NOT_FOUND = "NODE_VERSION_NOT_FOUND", Warning, Structure,
-        "A node's typeVersion is not a version the catalogue knows for its type.";
+    NODE_VERSION_NOT_FOUND = "NODE_VERSION_NOT_FOUND", Error, Structure,
+        "A node's typeVersion is not a version the catalogue knows for its type (n8n cannot load such a node: activating the workflow fails).";
     PORTS_UNRESOLVABLE = "PORTS_UNRESOLVABLE", Error, Structure,
         "A node's inputs/outputs could not be resolved for its parameters.";
     CONNECTION_NODE_MISSING = "CONNECTION_NODE_MISSING", Error, Structure,

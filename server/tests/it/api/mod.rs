@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 
 mod endpoints;
 mod events;
+mod extend;
 mod restart;
 mod runs;
 

@@ -167,3 +167,22 @@ async fn settings_choose_the_channels() {
         .expect("add");
     assert_eq!(out.writes[0].0, "ops");
 }
+
+/// n8n registers a production webhook only for a node with a `webhookId`: node types that
+/// declare webhooks get one (distinct from the node id), others do not.
+#[tokio::test]
+async fn webhook_nodes_get_a_webhook_id() {
+    let Some(cat) = real() else { return };
+    let mut s = Session::new(cat);
+    let hook = s
+        .add("n8n-nodes-base.webhook", "Receive Order", json!({}))
+        .await;
+    let node = s.wf.node_by_id(&hook).expect("webhook");
+    let webhook_id = node.extra["webhookId"].as_str().expect("a webhookId");
+    assert_eq!(webhook_id.len(), 36, "{webhook_id}");
+    assert_eq!(webhook_id.matches('-').count(), 4, "{webhook_id}");
+    assert_ne!(Some(webhook_id), node.id.as_deref());
+    let set = s.add("n8n-nodes-base.set", "Shape", json!({})).await;
+    let set = s.wf.node_by_id(&set).expect("set");
+    assert!(!set.extra.contains_key("webhookId"), "{:?}", set.extra);
+}

@@ -7,16 +7,21 @@
 //! turns (both builder graphs share one state schema), `/undo` goes back to the state before
 //! the last turn (the next turn forks from there), `/quit` (or end of input) ends; `/compact`
 //! and `/clear` are ordinary messages the graphs handle. Started with `--thread` on a thread
-//! whose last turn was cut short (a crash), the turn is finished first.
+//! whose last turn was cut short (a crash), the turn is finished first. With `--n8n` the
+//! workflow is deployed to n8n after each turn that changes it ([`deploy`]).
+
+mod deploy;
 
 use crate::exit;
 use crate::graph::Ctx;
+use agentgraph_n8n::deploy::{deployed_id, ID_CHANNEL};
 use agentgraph_n8n::{builder_graph, workflow_of, workflow_summary};
 use agentgraph_runtime::{
     CheckpointId, CompiledGraph, Event, EventKind, ListQuery, Mode, Modes, RunConfig,
     SledCheckpointer, Source,
 };
 use agentgraph_server::{open_run, Opening};
+use deploy::{Link, When};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::io::{IsTerminal, Write};
@@ -36,6 +41,13 @@ pub struct ChatOpts {
     /// Write the workflow (pretty JSON) here after every turn.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Deploy the workflow to n8n after each turn that changes it: the n8n instance at
+    /// $N8N_API_URL with the API key $N8N_API_KEY.
+    #[arg(long)]
+    n8n: bool,
+    /// The n8n instance's address (instead of $N8N_API_URL); implies --n8n.
+    #[arg(long, value_name = "URL")]
+    n8n_url: Option<String>,
     #[command(flatten)]
     pub catalogue: crate::catalogue::CatalogueOpt,
 }
@@ -49,6 +61,8 @@ struct Session<'a> {
     out: Option<PathBuf>,
     /// Where the next turn forks from (set by `/undo`).
     fork_at: Option<CheckpointId>,
+    /// The n8n instance the workflow is deployed to (`--n8n`).
+    n8n: Option<Link>,
 }
 
 /// `agentgraph chat`.
@@ -56,6 +70,14 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
     let path = match builder_graph(&opts.graph) {
         Ok(p) => p,
         Err(e) => return crate::graph::fail(e, exit::USAGE),
+    };
+    let n8n = if opts.n8n || opts.n8n_url.is_some() {
+        match Link::from_env(opts.n8n_url.as_deref()) {
+            Ok(link) => Some(link),
+            Err(e) => return crate::graph::fail(e, exit::USAGE),
+        }
+    } else {
+        None
     };
     // One store for the session: every graph it switches to shares it (sled locks its folder).
     let store = match crate::graph::store(ctx) {
@@ -75,6 +97,7 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         thread,
         out: opts.out,
         fork_at: None,
+        n8n,
     };
     s.say(
         json!({"event": "thread", "thread": s.thread, "graph": s.graph_name}),
@@ -83,11 +106,14 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
     if opts.thread.is_some() {
         match s.graph.get_state(&s.thread, None).await {
             Ok(Some(state)) => {
+                s.adopt_id(&state.values);
                 if !state.next.is_empty() {
                     s.say(json!({"event": "resuming"}), || {
                         "resuming the interrupted turn…".to_string()
                     });
-                    s.turn(Opening::Continue).await;
+                    if s.turn(Opening::Continue).await {
+                        s.deploy(When::Changed).await;
+                    }
                 } else {
                     s.show_workflow(workflow_of(&state.values));
                 }
@@ -123,6 +149,11 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         match line {
             "/quit" | "/exit" => break,
             "/undo" => s.undo().await,
+            "/deploy" => {
+                s.deploy(When::Now).await;
+            }
+            "/activate" => s.activate().await,
+            "/open" => s.open(),
             _ if line.starts_with("/graph") => {
                 let arg = line["/graph".len()..].trim();
                 s.switch(if arg.is_empty() { "single" } else { arg });
@@ -137,8 +168,18 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
                 eprintln!("unknown command {word}\n{COMMANDS}");
             }
             _ => {
-                let input = json!({"messages": [{"type": "human", "content": line}]});
-                s.turn(Opening::Input(input)).await;
+                // A rejection by n8n goes to the agent with the next request (not with the
+                // `/compact` and `/clear` commands, which must stay the whole message).
+                let content = match s.n8n.as_mut() {
+                    Some(link) if !matches!(line, "/compact" | "/clear") => {
+                        link.carry_finding(line)
+                    }
+                    _ => line.to_string(),
+                };
+                let input = json!({"messages": [{"type": "human", "content": content}]});
+                if s.turn(Opening::Input(input)).await {
+                    s.deploy(When::Changed).await;
+                }
             }
         }
     }
@@ -148,7 +189,8 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
 /// What `/help` prints.
 const COMMANDS: &str = "commands: /compact (summarize the conversation), /clear (forget it), \
 /graph single|multi|FILE (switch architecture), /undo (back to before the last turn), \
-/help, /quit";
+/deploy (send the workflow to n8n now), /activate (deploy and activate it in n8n), \
+/open (the n8n editor URL), /help, /quit; /deploy, /activate and /open need --n8n";
 
 impl Session<'_> {
     /// Prints one line: JSON with `--json`, else the text.
@@ -191,8 +233,8 @@ impl Session<'_> {
         }
     }
 
-    /// Runs one turn, streaming progress and the assistant's text.
-    async fn turn(&mut self, opening: Opening) {
+    /// Runs one turn, streaming progress and the assistant's text; `true` when it finished.
+    async fn turn(&mut self, opening: Opening) -> bool {
         let mut config = RunConfig::thread(self.thread.clone())
             .modes(Modes::of(&[Mode::Custom, Mode::Messages]));
         if let Some(at) = self.fork_at.take() {
@@ -200,7 +242,10 @@ impl Session<'_> {
         }
         let run = match open_run(&self.graph, opening, config).await {
             Ok(run) => run,
-            Err(e) => return self.turn_failed(&e),
+            Err(e) => {
+                self.turn_failed(&e);
+                return false;
+            }
         };
         let mut stream = self.graph.stream(run.input, run.config);
         let mut mid_line = false;
@@ -248,8 +293,12 @@ impl Session<'_> {
                     println!("{}", json!({"event": "turn_end", "status": out.status}));
                 }
                 self.show_workflow(workflow_of(&out.values));
+                true
             }
-            Err(e) => self.turn_failed(&e),
+            Err(e) => {
+                self.turn_failed(&e);
+                false
+            }
         }
     }
 
@@ -315,6 +364,16 @@ impl Session<'_> {
                 || format!("undone: back to an empty conversation on new thread {thread} ({old} keeps the turn)"),
             );
             self.show_workflow(&json!({"nodes": [], "connections": {}}));
+            if let Some(id) = self.n8n.as_mut().and_then(|link| {
+                let id = link.id.take();
+                link.reset();
+                id
+            }) {
+                self.say(
+                    json!({"event": "n8n", "action": "unlinked", "workflow_id": id, "previous_thread": old}),
+                    || format!("n8n: workflow {id} stays with thread {old}; this thread gets its own at its first deploy"),
+                );
+            }
             return;
         }
         let Some(target) = target else {
@@ -326,10 +385,16 @@ impl Session<'_> {
         match self.graph.get_state(&self.thread, Some(target)).await {
             Ok(Some(state)) => {
                 // Branch the thread there now, so the undo also holds for a later session
-                // (an empty update that plans nothing); if that fails, the next turn forks.
+                // (an update that plans nothing); if that fails, the next turn forks. The n8n
+                // workflow id is not history: a deploy the undone turn made carries over.
+                let carried = self.current_n8n_id().await.filter(|id| {
+                    deployed_id(&state.values) != Some(id.as_str())
+                        && self.graph.schema().channel(ID_CHANNEL).is_some()
+                });
+                let values = carried.map_or(Value::Null, |id| json!({ ID_CHANNEL: id }));
                 match self
                     .graph
-                    .update_state(&self.thread, Some(target), Value::Null, Some("END"))
+                    .update_state(&self.thread, Some(target), values, Some("END"))
                     .await
                 {
                     Ok(_) => self.fork_at = None,
@@ -340,10 +405,22 @@ impl Session<'_> {
                     || format!("undone: back to checkpoint {target}"),
                 );
                 self.show_workflow(workflow_of(&state.values));
+                self.deploy(When::Changed).await;
             }
             Ok(None) => eprintln!("error: checkpoint {target} not found"),
             Err(e) => eprintln!("error: {e}"),
         }
+    }
+}
+
+impl Session<'_> {
+    /// The thread's n8n workflow: the session's, else the one its latest state records.
+    async fn current_n8n_id(&self) -> Option<String> {
+        if let Some(id) = self.n8n.as_ref().and_then(|l| l.id.clone()) {
+            return Some(id);
+        }
+        let state = self.graph.get_state(&self.thread, None).await.ok()??;
+        deployed_id(&state.values).map(str::to_string)
     }
 }
 
