@@ -172,6 +172,7 @@ impl Store {
     /// uncommitted, it is removed and `<name>` is left as it was.
     pub(crate) fn stage(&self, name: &str) -> Result<Staging, StoreError> {
         std::fs::create_dir_all(&self.root).map_err(io("cannot create", &self.root))?;
+        self.remove_leftovers(name);
         let dir = self.root.join(format!(".{name}-new-{}", unique()));
         std::fs::create_dir(&dir).map_err(io("cannot create", &dir))?;
         Ok(Staging {
@@ -181,6 +182,33 @@ impl Store {
         })
     }
 }
+
+impl Store {
+    /// Removes the staging and old folders of `name` that a killed process left (those over
+    /// an hour old: no fetch is still filling them).
+    fn remove_leftovers(&self, name: &str) {
+        let Ok(entries) = std::fs::read_dir(&self.root) else {
+            return;
+        };
+        let prefixes = [format!(".{name}-new-"), format!(".{name}-old-")];
+        for entry in entries.flatten() {
+            let file_name = entry.file_name();
+            let file_name = file_name.to_string_lossy();
+            let stale = entry
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age > LEFTOVER_AGE);
+            if stale && prefixes.iter().any(|p| file_name.starts_with(p.as_str())) {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
+}
+
+/// How old a staging folder must be to count as left behind.
+const LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// Reads `<dir>/SOURCE.json`: `None` when the folder or the file does not exist.
 fn read_source<T: for<'de> Deserialize<'de>>(dir: &Path) -> Result<Option<T>, StoreError> {
@@ -315,6 +343,32 @@ mod tests {
         assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
         assert_eq!(rfc3339(4_107_542_399), "2100-02-28T23:59:59Z");
+    }
+
+    #[test]
+    fn folders_a_killed_fetch_left_are_removed_once_stale() {
+        let data = tempfile::tempdir().unwrap();
+        let store = Store::new(data.path());
+        let root = store.root().to_path_buf();
+        let (stale, fresh, other) = (
+            root.join(".npm-new-1-2-3"),
+            root.join(".npm-new-4-5-6"),
+            root.join(".instance-new-1-2-3"),
+        );
+        for d in [&stale, &fresh, &other] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let two_hours_ago = SystemTime::now() - std::time::Duration::from_secs(7200);
+        for d in [&stale, &other] {
+            std::fs::File::open(d)
+                .unwrap()
+                .set_modified(two_hours_ago)
+                .unwrap();
+        }
+        drop(store.stage("npm").unwrap());
+        assert!(!stale.exists());
+        assert!(fresh.exists(), "a fetch may still be filling it");
+        assert!(other.exists(), "another catalogue's folder");
     }
 
     #[test]
