@@ -161,6 +161,12 @@ async fn from_n8n(url: &str, email: Option<String>, password: Option<String>, as
                     file.display()
                 );
                 note_env_first();
+                if matches!(store.npm(), Ok(Some(_))) {
+                    eprintln!(
+                        "note: the catalogue fetched from npm comes first; remove {} to use this one",
+                        store.npm_dir().display()
+                    );
+                }
             }
             exit::DONE
         }
