@@ -1,7 +1,8 @@
 //! `agentgraph`: run, resume and inspect `.ag` graphs on a sled store, check, format and draw
-//! them, validate n8n workflow files. Exit codes: 0 done, 1 run failed, 2 bad usage or a DSL
-//! error, 3 stopped at an interrupt.
+//! them, validate n8n workflow files, fetch the n8n node-type catalogue. Exit codes: 0 done, 1
+//! run failed, 2 bad usage or a DSL error, 3 stopped at an interrupt.
 
+mod catalogue;
 mod chat;
 mod graph;
 mod inspect;
@@ -149,15 +150,21 @@ enum Cmd {
     },
     /// Validate an n8n workflow file: every structure and configuration rule, printed as
     /// `file: node "X" [CODE] severity: message`; exit 1 when there are error findings, 2 for
-    /// bad input. Uses the n8n catalogue in --catalogue or $AGENTGRAPH_N8N_CATALOGUE (a
-    /// directory laid out like n8n's packages), else the built-in one. --json prints the
-    /// report as JSON.
+    /// bad input. Uses the n8n catalogue in --catalogue, else $AGENTGRAPH_N8N_CATALOGUE (a
+    /// directory laid out like n8n's packages), else the one `agentgraph catalogue fetch`
+    /// stored, else the one `catalogue from-n8n` stored, else the built-in one. --json prints
+    /// the report as JSON.
     Validate {
         /// The workflow JSON file.
         file: PathBuf,
-        /// A directory holding n8n's nodes.json files (n8n-nodes-base/, n8n-nodes-langchain/).
-        #[arg(long)]
-        catalogue: Option<PathBuf>,
+        #[command(flatten)]
+        catalogue: catalogue::CatalogueOpt,
+    },
+    /// The n8n node-type catalogue the builder, chat, serve and validate use: `fetch` it from
+    /// npm, save a running n8n's (`from-n8n`), `show` which one is used and why.
+    Catalogue {
+        #[command(subcommand)]
+        cmd: catalogue::CatalogueCmd,
     },
     /// An interactive session with the workflow builder: one line of stdin per turn, tool
     /// progress and the answer streamed live, the workflow shown after each turn; `/graph
@@ -189,6 +196,8 @@ enum Cmd {
         /// The n8n instance's address (instead of $N8N_API_URL); implies --n8n.
         #[arg(long, value_name = "URL")]
         n8n_url: Option<String>,
+        #[command(flatten)]
+        catalogue: catalogue::CatalogueOpt,
     },
     /// Work with a running n8n (its address in $N8N_API_URL or --n8n-url, its API key in
     /// $N8N_API_KEY): `n8n run FILE|--thread ID` runs a workflow and prints each node's result
@@ -249,21 +258,29 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The n8n workflow builder's registry: its tools over the node-type catalogue of
-/// `$AGENTGRAPH_N8N_CATALOGUE` (else the built-in one), loaded only when a graph uses them.
-fn registry() -> agentgraph_server::RegistryFactory {
+/// The n8n workflow builder's registry: its tools over the node-type catalogue of `source`,
+/// loaded only when a graph uses them.
+fn registry(source: agentgraph_n8n::CatalogueSource) -> agentgraph_server::RegistryFactory {
     let warn: agentgraph_n8n::FallbackHook = std::sync::Arc::new(|e| {
         eprintln!("warning: {e}; using the built-in node-type catalogue");
     });
-    agentgraph_n8n::N8n::with_fallback_hook(agentgraph_n8n::CatalogueSource::FromEnv, Some(warn))
-        .registry_factory()
+    agentgraph_n8n::N8n::with_fallback_hook(source, Some(warn)).registry_factory()
 }
 
 async fn dispatch(cli: Cli) -> u8 {
+    // `chat` and `serve` take `--catalogue` and say on start which catalogue they use.
+    let (source, announce) = match &cli.cmd {
+        Cmd::Chat { opts } => (opts.catalogue.source(), true),
+        Cmd::Serve { catalogue, .. } => (catalogue.source(), true),
+        _ => (agentgraph_n8n::CatalogueSource::Auto, false),
+    };
+    if announce {
+        eprintln!("{}", source.resolve().start_line());
+    }
     let ctx = graph::Ctx {
         db: cli.db,
         json: cli.json,
-        registry: registry(),
+        registry: registry(source),
     };
     match cli.cmd {
         Cmd::Run {
@@ -315,11 +332,15 @@ async fn dispatch(cli: Cli) -> u8 {
             postgres,
             n8n,
             n8n_url,
+            ..
         } => {
             let n8n = (n8n || n8n_url.is_some()).then_some(n8n_url);
             serve(&ctx, graphs, addr, postgres, n8n).await
         }
-        Cmd::Validate { file, catalogue } => validate::validate(&file, catalogue, ctx.json),
+        Cmd::Validate { file, catalogue } => {
+            validate::validate(&file, catalogue.source(), ctx.json)
+        }
+        Cmd::Catalogue { cmd } => catalogue::run(cmd, ctx.json).await,
     }
 }
 

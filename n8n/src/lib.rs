@@ -2,8 +2,11 @@
 //!
 //! - [`N8n`]: the registry builder graphs are compiled against (the agent kinds, every
 //!   std-tools tool, the `operations` reducer and `apply_operations`), over a node-type
-//!   catalogue ([`CatalogueSource`]: built-in, or the real n8n one from `--catalogue` /
-//!   `$AGENTGRAPH_N8N_CATALOGUE`) loaded the first time a tool needs it;
+//!   catalogue ([`CatalogueSource`]: `--catalogue DIR`, `$AGENTGRAPH_N8N_CATALOGUE`, the one
+//!   fetched from npm, the one saved from an instance, else the built-in one) loaded the first
+//!   time a tool needs it;
+//! - [`catalogue`]: that order ([`CatalogueSource::resolve`]), and storing real catalogues in
+//!   the data folder ([`catalogue::fetch`] from npm, [`catalogue::instance`] from an n8n);
 //! - [`builder_graph`]: the shipped builder graphs (`single`, `multi`);
 //! - [`CHAT_PAGE`]: the builder's chat page, which the server serves at `/`;
 //! - [`validate_file`]: the `agentgraph validate` command's checks;
@@ -23,7 +26,7 @@
 //! ```
 
 mod builder;
-mod catalogue;
+pub mod catalogue;
 pub mod client;
 pub mod deploy;
 pub mod execute;
@@ -32,7 +35,9 @@ pub mod run_tool;
 mod validate;
 
 pub use builder::{builder_graph, workflow_of, workflow_summary, BUILDER_GRAPHS};
-pub use catalogue::{CatalogueLoadError, CatalogueSource, LoadedCatalogue, CATALOGUE_ENV};
+pub use catalogue::{
+    CatalogueLoadError, CatalogueSource, LoadedCatalogue, Origin, Resolution, CATALOGUE_ENV,
+};
 pub use registry::{FallbackHook, N8n, RegistryFactory};
 pub use validate::{validate_file, ValidateError, Validation};
 

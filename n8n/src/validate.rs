@@ -1,7 +1,7 @@
 //! Validating an n8n workflow file: every structure and configuration rule, with located,
 //! coded findings (the `agentgraph validate` command).
 
-use crate::catalogue::{CatalogueLoadError, CatalogueSource, LoadedCatalogue, CATALOGUE_ENV};
+use crate::catalogue::{CatalogueLoadError, CatalogueSource, LoadedCatalogue};
 use agentgraph_std_tools::validate::{validate as run_validators, Report};
 use agentgraph_std_tools::workflow::Workflow;
 use serde_json::{json, Value};
@@ -67,13 +67,14 @@ impl Validation {
         self.report.has_errors()
     }
 
-    /// The report as JSON, with `file` and `catalogue: {source, path, types}`.
+    /// The report as JSON, with `file` and `catalogue: {source, path, types}` (`source`:
+    /// `n8n`, `npm`, `instance` or `builtin`).
     pub fn to_json(&self) -> Value {
         let mut out = self.report.to_json();
         out["file"] = json!(self.file);
         out["catalogue"] = json!({
             "source": self.catalogue.kind(),
-            "path": self.catalogue.dir.as_ref().map(|p| p.display().to_string()),
+            "path": self.catalogue.origin.path().map(|p| p.display().to_string()),
             "types": self.catalogue.catalogue.len(),
         });
         out
@@ -82,19 +83,9 @@ impl Validation {
     /// The report for people: which catalogue, then `file: node "X" [CODE] severity: message`
     /// lines.
     pub fn to_text(&self) -> String {
-        let types = self.catalogue.catalogue.len();
-        let head = match &self.catalogue.dir {
-            Some(p) => format!(
-                "catalogue: n8n node types from {} ({types} types)",
-                p.display()
-            ),
-            None => format!(
-                "catalogue: built-in compact catalogue ({types} types; pass --catalogue DIR or \
-                 set {CATALOGUE_ENV} for the real n8n one)"
-            ),
-        };
         format!(
-            "{head}\n{}",
+            "catalogue: {}\n{}",
+            self.catalogue.describe(),
             self.report.render_text(&format!("{}: ", self.file))
         )
     }

@@ -48,6 +48,8 @@ pub struct ChatOpts {
     /// The n8n instance's address (instead of $N8N_API_URL); implies --n8n.
     #[arg(long, value_name = "URL")]
     n8n_url: Option<String>,
+    #[command(flatten)]
+    pub catalogue: crate::catalogue::CatalogueOpt,
 }
 
 struct Session<'a> {

@@ -35,7 +35,8 @@ fn command(db: &Path, args: &[&str], catalogue: Option<&Path>) -> Command {
         .env("NO_COLOR", "1")
         .env_remove("AGENTGRAPH_SCRIPT_DIR")
         .env_remove("AGENTGRAPH_SCRIPT_STATE")
-        .env_remove("AGENTGRAPH_N8N_CATALOGUE");
+        .env_remove("AGENTGRAPH_N8N_CATALOGUE")
+        .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR);
     if let Some(dir) = catalogue {
         c.env("AGENTGRAPH_N8N_CATALOGUE", dir);
     }
@@ -61,8 +62,19 @@ fn chat(db: &Path, args: &[&str], input: &str, catalogue: Option<&Path>) -> Stri
     let o = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+    // Nothing on stderr but the line saying which catalogue is used.
+    let catalogue_line = match catalogue {
+        Some(dir) => format!(
+            "catalogue: n8n node types from {} ($AGENTGRAPH_N8N_CATALOGUE)",
+            dir.display()
+        ),
+        None => "catalogue: built-in compact catalogue (".to_string(),
+    };
     assert!(
-        o.status.success() && stderr.trim().is_empty() && !stdout.contains("the turn failed"),
+        o.status.success()
+            && stderr.starts_with(&catalogue_line)
+            && stderr.trim().lines().count() == 1
+            && !stdout.contains("the turn failed"),
         "input:\n{input}\nexit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
         o.status.code()
     );

@@ -7,8 +7,13 @@ mod scenario;
 #[path = "../wire/mod.rs"]
 mod wire;
 
+/// A data folder holding no stored catalogue (never created): runs of the binary that expect
+/// the built-in catalogue get it whatever `agentgraph catalogue fetch` stored on this machine.
+pub const NO_DATA_DIR: &str = concat!(env!("CARGO_TARGET_TMPDIR"), "/no-agentgraph-data");
+
 mod builder;
 mod builder_wire;
+mod catalogue;
 mod chat;
 mod cli;
 mod demo_session;

@@ -30,6 +30,7 @@ fn ag(cwd: &Path, db: &Path, args: &[&str]) -> (i32, String, String) {
     }
     let o = cmd
         .env("NO_COLOR", "1")
+        .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR)
         .env("COLUMNS", "100")
         .output()
         .expect("the agentgraph binary runs");
@@ -172,6 +173,7 @@ fn the_builder_demo_writes_the_weekly_summary_workflow() {
         .env_remove("AGENTGRAPH_SCRIPT_DIR")
         .env_remove("AGENTGRAPH_SCRIPT_STATE")
         .env_remove("AGENTGRAPH_N8N_CATALOGUE")
+        .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -15,7 +15,8 @@ fn ag(args: &[&str], env_catalogue: Option<&Path>) -> Out {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
     cmd.args(args)
         .env("NO_COLOR", "1")
-        .env_remove("AGENTGRAPH_N8N_CATALOGUE");
+        .env_remove("AGENTGRAPH_N8N_CATALOGUE")
+        .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR);
     if let Some(dir) = env_catalogue {
         cmd.env("AGENTGRAPH_N8N_CATALOGUE", dir);
     }

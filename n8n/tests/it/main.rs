@@ -1,8 +1,12 @@
-//! The n8n crate's tests against a real n8n (started by `scripts/n8n start`; `.ci/run` does
-//! it): the client's calls and errors, running workflows, and the validator's verdicts next
-//! to n8n's own on the workflow corpus. Without an instance they skip (a failure under
-//! `CI=true`).
+//! agentgraph-n8n's integration tests, one binary. Against a real n8n (started by
+//! `scripts/n8n start`; `.ci/run` does it): the client's calls and errors, running workflows,
+//! the validator's verdicts next to n8n's own on the workflow corpus, saving an instance's
+//! catalogue; without an instance they skip (a failure under `CI=true`). Offline: the chat page
+//! in a browser (`browser`), the catalogue order and the catalogue fetched from a loopback fake
+//! npm registry (`catalogue`).
 
+mod browser;
+mod catalogue;
 mod client;
 mod corpus;
 mod run;

@@ -29,6 +29,7 @@ fn ag(db: &Path, args: &[&str]) -> Out {
         .env_remove("AGENTGRAPH_PROVIDER")
         .env_remove("AGENTGRAPH_SCRIPT_DIR")
         .env_remove("AGENTGRAPH_N8N_CATALOGUE")
+        .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR)
         .output()
         .expect("the agentgraph binary runs");
     Out {

@@ -38,6 +38,7 @@ fn command(db: &Path, scripts: &Path, url: &str, key: &str, args: &[&str]) -> Co
         c.env_remove(v);
     }
     c.env("AGENTGRAPH_PROVIDER", "scripted")
+        .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR)
         .env("AGENTGRAPH_SCRIPT_DIR", scripts)
         .env("N8N_API_URL", url)
         .env("N8N_API_KEY", key);
