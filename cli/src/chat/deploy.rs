@@ -34,6 +34,26 @@ impl Link {
         })
     }
 
+    /// A hint when the builder's catalogue is not this instance's own node types: a node or
+    /// version from another n8n release may not exist in it (n8n then cannot run the node).
+    pub(super) fn catalogue_hint(&self, origin: &agentgraph_n8n::Origin) -> Option<String> {
+        let url = self.client.base_url();
+        if let agentgraph_n8n::Origin::Instance { source, .. } = origin {
+            if agentgraph_n8n::client::normalize_base(&source.url)
+                .ok()
+                .as_deref()
+                == Some(url)
+            {
+                return None;
+            }
+        }
+        Some(format!(
+            "hint: the builder's node types are not those of the n8n at {url}; types or \
+             versions it lacks will not run there. `agentgraph catalogue from-n8n {url}` \
+             saves that instance's own node types (then used when no other catalogue is set)"
+        ))
+    }
+
     /// Forgets the deployed workflow (the session moved to a new thread).
     pub(super) fn reset(&mut self) {
         self.id = None;

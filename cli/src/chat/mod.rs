@@ -73,7 +73,12 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
     };
     let n8n = if opts.n8n || opts.n8n_url.is_some() {
         match Link::from_env(opts.n8n_url.as_deref()) {
-            Ok(link) => Some(link),
+            Ok(link) => {
+                if let Some(hint) = link.catalogue_hint(&opts.catalogue.source().resolve().origin) {
+                    eprintln!("{hint}");
+                }
+                Some(link)
+            }
             Err(e) => return crate::graph::fail(e, exit::USAGE),
         }
     } else {

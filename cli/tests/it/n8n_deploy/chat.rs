@@ -150,6 +150,11 @@ fn an_unreachable_n8n_is_reported_and_the_thread_stays_intact() {
         .unwrap_or_else(|| panic!("no transport error:\n{text}"));
     assert!(line.contains(&url), "{line}");
     assert!(line.contains("the thread is intact"), "{line}");
+    // The built-in catalogue is not this instance's node types: a hint says how to use them.
+    assert!(
+        text.contains(&format!("agentgraph catalogue from-n8n {url}")),
+        "no catalogue hint:\n{text}"
+    );
     let values = thread_values(db.path(), "deploy-closed");
     assert_eq!(greeting(&values["workflow"]), json!("hello"));
     assert!(values["n8n_workflow_id"].is_null());
@@ -198,5 +203,47 @@ fn a_missing_key_stops_chat_at_once() {
         both(&o).contains("no n8n API key: set N8N_API_KEY"),
         "{}",
         both(&o)
+    );
+}
+
+/// With the instance's own node types saved for this address, no catalogue hint.
+#[test]
+fn the_instances_own_catalogue_needs_no_hint() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let url = format!("http://127.0.0.1:{port}");
+    let db = tempfile::tempdir().expect("tempdir");
+    let data = tempfile::tempdir().expect("tempdir");
+    let instance = data.path().join("catalogue/instance");
+    std::fs::create_dir_all(&instance).expect("mkdir");
+    std::fs::write(instance.join("nodes.json"), "[]").expect("nodes.json");
+    std::fs::write(
+        instance.join("SOURCE.json"),
+        json!({"url": format!("{url}/"), "node_types": 0, "fetched_at": "2026-01-01T00:00:00Z"})
+            .to_string(),
+    )
+    .expect("SOURCE.json");
+    let o = command(
+        db.path(),
+        &scripts("deploy"),
+        &url,
+        "some-key",
+        &["chat", "--n8n"],
+    )
+    .env("AGENTGRAPH_DATA_DIR", data.path())
+    .stdin(Stdio::piped())
+    .output()
+    .expect("runs");
+    let text = both(&o);
+    assert!(text.contains("catalogue: "), "no start line:\n{text}");
+    assert!(
+        text.contains("instance"),
+        "the instance catalogue is used:\n{text}"
+    );
+    assert!(
+        !text.contains("catalogue from-n8n"),
+        "a hint although the catalogue is the instance's:\n{text}"
     );
 }
