@@ -12,6 +12,7 @@ mod builder_wire;
 mod chat;
 mod cli;
 mod demo_session;
+mod eval;
 mod n8n_deploy;
 mod n8n_scenarios;
 mod react_agent;
