@@ -15,7 +15,7 @@
 //! (`@n8n/n8n-nodes-langchain.lmChat*`); a list is alternatives. A line
 //! `{"include": "SET:ID"}` takes case `ID` from shipped set `SET` (the `quick` set is made so).
 
-use crate::error::EvalError;
+use crate::EvalError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;

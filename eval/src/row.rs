@@ -1,10 +1,10 @@
 //! One result row per case and graph: what `--out` writes as JSON Lines and `compare` reads.
 
-use crate::error::EvalError;
 use crate::meter::Request;
 use crate::n8n_check::N8nScore;
 use crate::run::{CaseRun, Status};
 use crate::score::WorkflowScores;
+use crate::EvalError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;

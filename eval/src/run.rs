@@ -2,8 +2,8 @@
 //! one human message, the event stream metered, cancelled when it runs out of time or tokens.
 
 use crate::cases::Case;
-use crate::error::EvalError;
 use crate::meter::Meter;
+use crate::EvalError;
 use agentgraph_dsl::{Project, Registry};
 use agentgraph_runtime::{
     CancellationToken, CompiledGraph, EventKind, Input, MemoryCheckpointer, Mode, Modes, RunConfig,
