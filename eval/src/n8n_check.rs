@@ -13,13 +13,14 @@ use std::time::Duration;
 /// What n8n made of a workflow.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct N8nScore {
-    /// n8n created the workflow (`None`: not asked, e.g. an empty workflow or n8n unreachable).
+    /// n8n created the workflow (`false` for an empty workflow, which is not sent; `None`: n8n
+    /// could not be asked, e.g. unreachable).
     pub accepts: Option<bool>,
     /// Why it did not, or why it could not be asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accept_error: Option<String>,
-    /// The execution succeeded with the expected output (`None`: not an offline case, or not
-    /// accepted).
+    /// The execution succeeded with the expected output (`None`: not an offline case, not
+    /// accepted, or n8n could not be asked).
     pub executes: Option<bool>,
     /// The execution, when there was one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,10 +49,14 @@ pub async fn check_in_n8n(
     workflow: &Value,
     offline: Option<&Offline>,
 ) -> N8nScore {
+    // Nothing to send: an empty workflow counts as refused (and not run), so the rates stay
+    // over every case n8n could be asked about.
     if !agentgraph_n8n::deploy::has_nodes(workflow) {
         return N8nScore {
-            accept_error: Some("the workflow has no nodes".into()),
-            ..N8nScore::default()
+            accepts: Some(false),
+            accept_error: Some("the workflow has no nodes: nothing was sent".into()),
+            executes: offline.map(|_| false),
+            execution: None,
         };
     }
     let mut score = match client.create_workflow(workflow).await {

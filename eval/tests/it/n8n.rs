@@ -70,10 +70,13 @@ async fn a_wrong_output_or_a_trigger_n8n_cannot_start_does_not_execute() {
 }
 
 #[tokio::test]
-async fn an_empty_workflow_is_not_sent() {
+async fn an_empty_workflow_is_not_sent_and_counts_as_refused() {
     // No request is made, so no n8n is needed: a closed loopback port would fail if it were.
     let client = N8nClient::new("http://127.0.0.1:9", "key").unwrap();
-    let s = check_in_n8n(&client, &json!({"nodes": [], "connections": {}}), None).await;
-    assert_eq!(s.accepts, None);
+    let empty = json!({"nodes": [], "connections": {}});
+    let s = check_in_n8n(&client, &empty, None).await;
+    assert_eq!((s.accepts, s.executes), (Some(false), None));
     assert!(s.accept_error.unwrap_or_default().contains("no nodes"));
+    let s = check_in_n8n(&client, &empty, Some(&offline(vec![]))).await;
+    assert_eq!((s.accepts, s.executes), (Some(false), Some(false)));
 }
