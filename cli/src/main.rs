@@ -4,6 +4,7 @@
 
 mod catalogue;
 mod chat;
+mod eval_cmd;
 mod graph;
 mod inspect;
 mod live;
@@ -206,6 +207,11 @@ enum Cmd {
         #[command(subcommand)]
         cmd: n8n_cmd::N8nCmd,
     },
+    /// Run builder graphs over a prompt set and score every workflow (checklist,
+    /// validators, and with $N8N_API_URL whether n8n accepts and runs it): `eval [--set
+    /// NAME|--cases FILE] [--graph single|multi|PATH …]`; `eval compare A.jsonl B.jsonl` (exit
+    /// 1 when B regresses), `eval report FILE`. See docs/eval.md.
+    Eval(eval_cmd::EvalArgs),
     /// Draw a graph as a diagram.
     Viz {
         /// The graph file.
@@ -258,13 +264,18 @@ fn main() -> ExitCode {
     ExitCode::from(code)
 }
 
-/// The n8n workflow builder's registry: its tools over the node-type catalogue of `source`,
-/// loaded only when a graph uses them.
-fn registry(source: agentgraph_n8n::CatalogueSource) -> agentgraph_server::RegistryFactory {
+/// The n8n workflow builder: its tools over the node-type catalogue of `source`, loaded only
+/// when a graph uses them.
+fn n8n_builder(source: agentgraph_n8n::CatalogueSource) -> std::sync::Arc<agentgraph_n8n::N8n> {
     let warn: agentgraph_n8n::FallbackHook = std::sync::Arc::new(|e| {
         eprintln!("warning: {e}; using the built-in node-type catalogue");
     });
-    agentgraph_n8n::N8n::with_fallback_hook(source, Some(warn)).registry_factory()
+    agentgraph_n8n::N8n::with_fallback_hook(source, Some(warn))
+}
+
+/// The builder's registry, for every command and `serve`.
+fn registry(source: agentgraph_n8n::CatalogueSource) -> agentgraph_server::RegistryFactory {
+    n8n_builder(source).registry_factory()
 }
 
 async fn dispatch(cli: Cli) -> u8 {
@@ -325,6 +336,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
         Cmd::Chat { opts } => chat::chat(&ctx, opts).await,
         Cmd::N8n { cmd } => n8n_cmd::n8n(&ctx, cmd).await,
+        Cmd::Eval(args) => eval_cmd::eval(&ctx, args).await,
         Cmd::Viz { graph, format } => graph::viz(&ctx, &graph, &format),
         Cmd::Serve {
             graphs,

@@ -17,6 +17,7 @@ mod catalogue;
 mod chat;
 mod cli;
 mod demo_session;
+mod eval;
 mod n8n_deploy;
 mod n8n_scenarios;
 mod react_agent;

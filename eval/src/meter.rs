@@ -1,0 +1,157 @@
+//! What a run did, read from its event stream (`updates` mode): model requests with their
+//! tokens, tool calls, and tool errors by code.
+//!
+//! - Every `llm` node writes one record per model call to the `usage` channel, and a
+//!   `tool_executor` one record for the nested calls its tools made in one step (e.g.
+//!   `update_node_parameters`): each such write is one [`Request`] entry (`calls` says how
+//!   many calls it covers).
+//! - A subgraph node hands its children's usage and messages back to the parent graph; those
+//!   roll-ups are recognised (an update of node `X` after events from a child namespace
+//!   `X:<task>`) and skipped, so nothing is counted twice.
+//! - Tool calls are the `tool` messages written, counted once per message id (the
+//!   `apply_operations` node may append a notice to a tool message, keeping its id); a failed
+//!   call's message has `status: "error"` and content `{"error": {"code", "message"}}`.
+
+use agentgraph_runtime::{Event, EventKind};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::{BTreeMap, HashSet};
+
+/// The channel model nodes record their usage in.
+pub const USAGE_CHANNEL: &str = "usage";
+
+/// One usage record: a model call, or the nested calls of one tool step.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    /// The node that made it (`agent`, `tools`, …), prefixed with its subgraph (`builder/agent`).
+    pub node: String,
+    /// Model calls it covers (1 for an `llm` node).
+    pub calls: u64,
+    /// Input tokens, cache reads and writes included.
+    pub prompt_tokens: u64,
+    /// Output tokens.
+    pub completion_tokens: u64,
+}
+
+/// Counters over one run's events.
+#[derive(Debug, Clone, Default)]
+pub struct Meter {
+    /// Usage records, in arrival order.
+    pub requests: Vec<Request>,
+    /// Tool calls (one per tool message id).
+    pub tool_calls: u64,
+    /// Failed tool calls per error code.
+    pub tool_errors: BTreeMap<String, u64>,
+    tool_ids: HashSet<String>,
+    /// `(parent namespace, node)` of every subgraph seen running.
+    subgraphs: HashSet<(Vec<String>, String)>,
+}
+
+impl Meter {
+    /// Takes one event into account.
+    pub fn observe(&mut self, ev: &Event) {
+        if let Some((last, parent)) = ev.ns.split_last() {
+            let node = last.split(':').next().unwrap_or(last).to_string();
+            self.subgraphs.insert((parent.to_vec(), node));
+        }
+        let EventKind::Updates(data) = &ev.kind else {
+            return;
+        };
+        let Some(by_node) = data.as_object() else {
+            return;
+        };
+        for (node, writes) in by_node {
+            if self.subgraphs.contains(&(ev.ns.clone(), node.clone())) {
+                continue;
+            }
+            let path = ev
+                .ns
+                .iter()
+                .map(|s| s.split(':').next().unwrap_or(s))
+                .chain(std::iter::once(node.as_str()))
+                .collect::<Vec<_>>()
+                .join("/");
+            if let Some(usage) = writes.get(USAGE_CHANNEL) {
+                self.usage(path, usage);
+            }
+            if let Some(messages) = writes.get("messages") {
+                match messages {
+                    Value::Array(list) => list.iter().for_each(|m| self.message(m)),
+                    m => self.message(m),
+                }
+            }
+        }
+    }
+
+    fn usage(&mut self, node: String, record: &Value) {
+        let total = &record["total"];
+        let n = |k: &str| total[k].as_u64().unwrap_or(0);
+        let calls = n("calls");
+        if calls == 0 {
+            return;
+        }
+        self.requests.push(Request {
+            node,
+            calls,
+            prompt_tokens: n("input_tokens") + n("cache_read_tokens") + n("cache_creation_tokens"),
+            completion_tokens: n("output_tokens"),
+        });
+    }
+
+    fn message(&mut self, m: &Value) {
+        if m["type"] != "tool" {
+            return;
+        }
+        let id = m["id"]
+            .as_str()
+            .or_else(|| m["tool_call_id"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        if !self.tool_ids.insert(id) {
+            return;
+        }
+        self.tool_calls += 1;
+        if m["status"] == "error" {
+            *self
+                .tool_errors
+                .entry(error_code(&m["content"]))
+                .or_insert(0) += 1;
+        }
+    }
+
+    /// Model calls in all.
+    pub fn model_requests(&self) -> u64 {
+        self.requests.iter().map(|r| r.calls).sum()
+    }
+
+    /// Prompt tokens in all.
+    pub fn prompt_tokens(&self) -> u64 {
+        self.requests.iter().map(|r| r.prompt_tokens).sum()
+    }
+
+    /// Completion tokens in all.
+    pub fn completion_tokens(&self) -> u64 {
+        self.requests.iter().map(|r| r.completion_tokens).sum()
+    }
+
+    /// Prompt and completion tokens in all.
+    pub fn tokens(&self) -> u64 {
+        self.prompt_tokens() + self.completion_tokens()
+    }
+}
+
+/// The code of a failed tool call's content (`{"error": {"code"}}`, possibly as JSON text).
+fn error_code(content: &Value) -> String {
+    let parsed;
+    let content = match content {
+        Value::String(s) => {
+            parsed = serde_json::from_str::<Value>(s).unwrap_or(Value::Null);
+            &parsed
+        }
+        v => v,
+    };
+    content["error"]["code"]
+        .as_str()
+        .unwrap_or("UNKNOWN")
+        .to_string()
+}

@@ -1,0 +1,224 @@
+//! Running one case: a compiled builder graph on a fresh thread of an in-memory checkpointer,
+//! one human message, the event stream metered, cancelled when it runs out of time or tokens.
+
+use crate::cases::Case;
+use crate::meter::Meter;
+use crate::EvalError;
+use agentgraph_dsl::{Project, Registry};
+use agentgraph_runtime::{
+    CancellationToken, CompiledGraph, EventKind, Input, MemoryCheckpointer, Mode, Modes, RunConfig,
+    RunError, RunStatus,
+};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A builder graph compiled for evaluation.
+#[derive(Clone)]
+pub struct BuilderGraph {
+    /// How rows name it: `single`, `multi` or the path given.
+    pub label: String,
+    /// The graph file.
+    pub path: PathBuf,
+    graph: CompiledGraph,
+}
+
+impl BuilderGraph {
+    /// Loads, checks and compiles the graph at `path` against `registry`, on an in-memory
+    /// checkpointer. Diagnostics (a model provider missing, a script not found) are the error.
+    pub fn compile(label: &str, path: &Path, registry: &Registry) -> Result<Self, EvalError> {
+        let fail = |message: String| EvalError::Graph {
+            path: path.to_path_buf(),
+            message,
+        };
+        let project = Project::load(path).map_err(|e| fail(e.to_string()))?;
+        let compiled = project.check_and_compile(registry).map_err(|diags| {
+            fail(
+                diags
+                    .iter()
+                    .map(|d| project.render(d, false, 100))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        })?;
+        Ok(BuilderGraph {
+            label: label.to_string(),
+            path: path.to_path_buf(),
+            graph: compiled
+                .graph
+                .with_checkpointer(Arc::new(MemoryCheckpointer::new())),
+        })
+    }
+}
+
+/// How a case's run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The graph ran to its end.
+    Done,
+    /// The run failed (a node, the model).
+    Error,
+    /// Cancelled at the case's time budget.
+    Timeout,
+    /// Cancelled at the case's token budget.
+    OverBudget,
+    /// Stopped at an interrupt (a question to the user).
+    Interrupted,
+}
+
+impl Status {
+    /// The name rows use.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Done => "done",
+            Status::Error => "error",
+            Status::Timeout => "timeout",
+            Status::OverBudget => "over_budget",
+            Status::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// The budgets of one case.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Wall time before the run is cancelled.
+    pub case_timeout: Duration,
+    /// Prompt plus completion tokens before the run is cancelled.
+    pub max_tokens: Option<u64>,
+    /// How long a cancelled run may take to stop before its state is read anyway.
+    pub grace: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            case_timeout: Duration::from_secs(600),
+            max_tokens: None,
+            grace: Duration::from_secs(30),
+        }
+    }
+}
+
+/// What one run of a case came to.
+#[derive(Debug, Clone)]
+pub struct CaseRun {
+    /// How it ended.
+    pub status: Status,
+    /// The run's error, or why it was cancelled.
+    pub error: Option<String>,
+    /// The failing node's error code, if any.
+    pub error_code: Option<String>,
+    /// From the start of the run to its end (or to the cancel and stop).
+    pub wall: Duration,
+    /// Requests, tokens and tool calls.
+    pub meter: Meter,
+    /// The thread's state at its last checkpoint (`null` if none was written).
+    pub values: Value,
+}
+
+/// Called with each tool progress line (`title` of a custom event) while a case runs.
+pub type Progress<'a> = &'a (dyn Fn(&str) + Send + Sync);
+
+/// Runs `case` on a fresh thread of `graph`.
+pub async fn run_case(
+    graph: &BuilderGraph,
+    case: &Case,
+    limits: &Limits,
+    progress: Option<Progress<'_>>,
+) -> CaseRun {
+    let thread = format!("eval-{}", uuid::Uuid::new_v4().simple());
+    let cancel = CancellationToken::new();
+    let config = RunConfig::thread(thread.clone())
+        .modes(Modes::of(&[Mode::Updates, Mode::Custom]))
+        .cancel_with(cancel.clone());
+    let input = Input::values(json!({"messages": [{"type": "human", "content": case.prompt}]}));
+    let started = Instant::now();
+    let mut deadline = tokio::time::Instant::now() + limits.case_timeout;
+    let mut stream = graph.graph.stream(input, config);
+    let mut meter = Meter::default();
+    let mut stopped: Option<(Status, String)> = None;
+    let mut ended = false;
+    loop {
+        match tokio::time::timeout_at(deadline, stream.next()).await {
+            Ok(Some(ev)) => {
+                meter.observe(&ev);
+                if let (Some(show), EventKind::Custom(data)) = (progress, &ev.kind) {
+                    if let Some(title) = data["title"].as_str() {
+                        show(title);
+                    }
+                }
+                let over = limits.max_tokens.filter(|max| meter.tokens() > *max);
+                if let (None, Some(max)) = (&stopped, over) {
+                    let why = format!(
+                        "cancelled: {} tokens used, over the budget of {max}",
+                        meter.tokens()
+                    );
+                    stopped = Some((Status::OverBudget, why));
+                    cancel.cancel();
+                    deadline = tokio::time::Instant::now() + limits.grace;
+                }
+            }
+            Ok(None) => {
+                ended = true;
+                break;
+            }
+            Err(_) if stopped.is_none() => {
+                let why = format!(
+                    "cancelled after {} s (the case's time budget)",
+                    limits.case_timeout.as_secs()
+                );
+                stopped = Some((Status::Timeout, why));
+                cancel.cancel();
+                deadline = tokio::time::Instant::now() + limits.grace;
+            }
+            // The cancelled run did not stop within the grace period: read what it saved.
+            Err(_) => break,
+        }
+    }
+    let outcome = if ended {
+        tokio::time::timeout(limits.grace, stream.finish())
+            .await
+            .ok()
+    } else {
+        None
+    };
+    let wall = started.elapsed();
+    let (status, error, error_code) = match (stopped, outcome) {
+        (Some((status, why)), _) => (status, Some(why), None),
+        (None, Some(Ok(out))) => match out.status {
+            RunStatus::Done => (Status::Done, None, None),
+            RunStatus::Interrupted { .. } => (Status::Interrupted, None, None),
+        },
+        (None, Some(Err(e))) => (Status::Error, Some(e.to_string()), code_of(&e)),
+        (None, None) => (
+            Status::Error,
+            Some("the run did not report its end".into()),
+            None,
+        ),
+    };
+    let values = match graph.graph.get_state(&thread, None).await {
+        Ok(Some(state)) => state.values,
+        _ => Value::Null,
+    };
+    // The memory checkpointer keeps every thread: drop this one's checkpoints.
+    let _ = graph.graph.delete_thread(&thread).await;
+    CaseRun {
+        status,
+        error,
+        error_code,
+        wall,
+        meter,
+        values,
+    }
+}
+
+fn code_of(e: &RunError) -> Option<String> {
+    match e {
+        RunError::NodeFailed { code, .. } => code.clone(),
+        _ => None,
+    }
+}
