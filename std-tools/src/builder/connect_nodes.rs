@@ -13,6 +13,7 @@
 
 use super::search_nodes::with_known_labels;
 use super::state::{
+    depends_on_batch,
     codes, current_workflow, find_node, is_sub_node, node_ports, opt_index, output_with_operations,
     req_str,
 };
@@ -406,6 +407,10 @@ impl Tool for ConnectNodes {
             },
             "required": ["sourceNodeId", "targetNodeId"]
         })
+    }
+
+    fn rerun_after_batch(&self, error: &ToolError) -> bool {
+        depends_on_batch(error)
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
