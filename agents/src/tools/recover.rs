@@ -178,7 +178,8 @@ pub fn unwrap_arguments(schema: &Value, args: &Value) -> Option<(Value, String)>
 pub struct TextCall {
     /// The offered tool it names.
     pub name: String,
-    /// Its arguments (an object; `{}` when none were given).
+    /// Its arguments as written (an object, or a JSON string holding one; `{}` when none were
+    /// given).
     pub args: Value,
     /// How it was written: `tag:<tag>`, `fenced` or `bare_json`.
     pub format: String,
@@ -205,7 +206,7 @@ const TAGS: [(&str, Option<&str>); 5] = [
 /// Tool calls written as text: tagged blocks (see the module docs; a block left unclosed runs
 /// to the end), fenced code blocks, or the whole text as one JSON call (or a list of them). A
 /// call is `{"name", "arguments"}` (also `parameters`, `args`, `input`; arguments may be a
-/// JSON string) or `{"function": {"name", "arguments"}}`, and counts only when `resolve` maps
+/// JSON string, kept as such) or `{"function": {"name", "arguments"}}`, and counts only when `resolve` maps
 /// its name to an offered tool. `None` when no call was found.
 pub fn parse_text_calls(text: &str, resolve: &dyn Fn(&str) -> Option<String>) -> Option<TextCalls> {
     // (start, end, calls) of every block that held calls.
@@ -325,12 +326,12 @@ fn as_call(v: &Value, resolve: &dyn Fn(&str) -> Option<String>) -> Option<(Strin
         .find_map(|k| inner.get(*k))
         .cloned()
         .unwrap_or_else(|| Value::Object(Map::new()));
+    // A JSON string is kept as written: the arguments repair unwraps it when it validates.
     let args = match args {
-        Value::String(s) => serde_json::from_str::<Value>(s.trim()).ok()?,
         Value::Null => Value::Object(Map::new()),
         other => other,
     };
-    args.is_object().then_some((tool, args))
+    (args.is_object() || args.is_string()).then_some((tool, args))
 }
 
 #[cfg(test)]
@@ -401,7 +402,7 @@ mod tests {
                 ("connect_nodes", "tag:[tool_call]")
             ]
         );
-        assert_eq!(found.calls[1].args, json!({"x": 1}));
+        assert_eq!(found.calls[1].args, json!("{\"x\": 1}"));
         assert_eq!(found.remaining, "I will add it.\n\nthen  done");
     }
 
