@@ -13,9 +13,8 @@
 
 use super::search_nodes::with_known_labels;
 use super::state::{
-    depends_on_batch,
-    codes, current_workflow, find_node, is_sub_node, node_ports, opt_index, output_with_operations,
-    req_str,
+    codes, current_workflow, depends_on_batch, find_node, is_sub_node, node_ports, opt_index,
+    output_with_operations, req_str,
 };
 use crate::catalogue::{Catalogue, Ports};
 use crate::operations::Operation;

@@ -6,8 +6,7 @@
 //! is accepted). Answers `Parameter "path" of node "X":` and the value (strings verbatim, other
 //! values as pretty JSON), capped at [`MAX_PARAMETER_VALUE_LENGTH`] characters.
 
-use super::state::{
-    depends_on_batch,codes, current_workflow, find_node, req_str};
+use super::state::{codes, current_workflow, depends_on_batch, find_node, req_str};
 use crate::catalogue::Catalogue;
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;

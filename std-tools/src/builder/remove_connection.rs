@@ -6,8 +6,8 @@
 
 use super::remove_node::describe_edge;
 use super::state::{
-    depends_on_batch,
-    codes, current_workflow, find_node, opt_index, output_with_operations, req_str,
+    codes, current_workflow, depends_on_batch, find_node, opt_index, output_with_operations,
+    req_str,
 };
 use crate::catalogue::Catalogue;
 use crate::operations::Operation;

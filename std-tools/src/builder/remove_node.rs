@@ -5,7 +5,8 @@
 //! `- "A" → "B" (kind)` line per removed connection.
 
 use super::state::{
-    depends_on_batch,current_workflow, find_node, node_key, output_with_operations, req_str};
+    current_workflow, depends_on_batch, find_node, node_key, output_with_operations, req_str,
+};
 use crate::catalogue::Catalogue;
 use crate::operations::Operation;
 use crate::workflow::{Edge, Workflow};

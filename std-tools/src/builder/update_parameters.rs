@@ -57,8 +57,8 @@ pub use expressions::{
 };
 pub use prompts::{guides_for, property_definitions, Guide, MAX_DEFINITION_CHARS};
 
-use crate::catalogue::Catalogue;
 use super::state::{current_workflow, depends_on_batch};
+use crate::catalogue::Catalogue;
 use crate::operations::Operation;
 use crate::workflow::trim::trim_workflow_json;
 use crate::workflow::{Workflow, WorkflowNode};
@@ -108,7 +108,6 @@ fn setting<'a>(ctx: &'a ToolContext, key: &str, default: &'a str) -> &'a str {
         .and_then(Value::as_str)
         .unwrap_or(default)
 }
-
 
 /// The text of the last human message of `messages`, if any.
 fn last_human_text(messages: Option<&Value>) -> Option<String> {

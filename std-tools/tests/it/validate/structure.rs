@@ -17,7 +17,12 @@ fn no_trigger() {
 #[test]
 fn empty_workflow() {
     // no nodes, or sticky notes only: one EMPTY_WORKFLOW error and nothing else
-    let sticky = node("Note", "n8n-nodes-base.stickyNote", 1.0, json!({"content": "todo"}));
+    let sticky = node(
+        "Note",
+        "n8n-nodes-base.stickyNote",
+        1.0,
+        json!({"content": "todo"}),
+    );
     for w in [Workflow::default(), wf(vec![sticky], json!({}))] {
         let found = all(&w);
         let codes: Vec<&str> = found.findings.iter().map(|f| f.code).collect();
