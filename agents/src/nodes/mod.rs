@@ -17,8 +17,8 @@ mod usage;
 pub use agent_output::{parse_json_answer, AgentOutputNode, OutputFormat};
 pub use compact::CompactNode;
 pub use llm::{ContextFn, LlmNode, OverflowCompaction};
-pub use usage::UsageSum;
 pub use tool_executor::{ToolExecutorNode, REPEATED_CALL};
+pub use usage::UsageSum;
 
 use agentgraph_runtime::StateView;
 use serde_json::Value;

@@ -95,7 +95,10 @@ impl fmt::Display for Recovery {
                 write!(f, "arguments of `{tool}` unwrapped ({how})")
             }
             Recovery::TextCall { tool, format } => {
-                write!(f, "`{tool}` call written as text ({format}) made a tool call")
+                write!(
+                    f,
+                    "`{tool}` call written as text ({format}) made a tool call"
+                )
             }
         }
     }
@@ -318,7 +321,10 @@ fn calls_in(body: &str, resolve: &dyn Fn(&str) -> Option<String>, format: &str) 
 /// A JSON value as a call of an offered tool.
 fn as_call(v: &Value, resolve: &dyn Fn(&str) -> Option<String>) -> Option<(String, Value)> {
     let obj = v.as_object()?;
-    let inner = obj.get("function").and_then(Value::as_object).unwrap_or(obj);
+    let inner = obj
+        .get("function")
+        .and_then(Value::as_object)
+        .unwrap_or(obj);
     let name = inner.get("name").and_then(Value::as_str)?;
     let tool = resolve(name)?;
     let args = ["arguments", "parameters", "args", "input"]
@@ -346,7 +352,13 @@ mod tests {
 
     #[test]
     fn names_match_ignoring_case_and_separators_when_unique() {
-        for given in ["add_nodes", "Add_Nodes", "add-nodes", "addNodes", "ADD NODES"] {
+        for given in [
+            "add_nodes",
+            "Add_Nodes",
+            "add-nodes",
+            "addNodes",
+            "ADD NODES",
+        ] {
             assert_eq!(resolve(given).as_deref(), Some("add_nodes"), "{given}");
         }
         assert_eq!(resolve("add_node"), None);
@@ -380,7 +392,10 @@ mod tests {
         // `input` is a property of this schema, so it is not a wrapper.
         assert_eq!(unwrap_arguments(&schema, &json!({"input": {"a": 1}})), None);
         // Unwrapped but still invalid: left alone.
-        assert_eq!(unwrap_arguments(&schema, &json!({"args": {"a": "x"}})), None);
+        assert_eq!(
+            unwrap_arguments(&schema, &json!({"args": {"a": "x"}})),
+            None
+        );
         assert_eq!(unwrap_arguments(&schema, &json!("not json")), None);
     }
 

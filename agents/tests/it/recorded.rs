@@ -45,7 +45,12 @@ fn specs(req: &Value) -> Vec<ToolSpec> {
 fn conversation(req: &Value) -> (String, Vec<Value>) {
     let mut system = String::new();
     let mut out = Vec::new();
-    for (i, m) in req["messages"].as_array().expect("messages").iter().enumerate() {
+    for (i, m) in req["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .enumerate()
+    {
         let id = format!("m{i}");
         let text = m["content"].as_str().unwrap_or("");
         match m["role"].as_str() {
@@ -57,9 +62,10 @@ fn conversation(req: &Value) -> (String, Vec<Value>) {
                     .into_iter()
                     .flatten()
                     .map(|c| {
-                        let args: Value =
-                            serde_json::from_str(c["function"]["arguments"].as_str().unwrap_or("{}"))
-                                .expect("recorded arguments are JSON");
+                        let args: Value = serde_json::from_str(
+                            c["function"]["arguments"].as_str().unwrap_or("{}"),
+                        )
+                        .expect("recorded arguments are JSON");
                         json!({"id": c["id"], "name": c["function"]["name"], "args": args})
                     })
                     .collect();
@@ -128,7 +134,9 @@ fn graph(agent: LlmNode, tools: Option<ToolExecutorNode>) -> CompiledGraph {
         .channel(ChannelSpec::new("usage", ValueType::Json).reducer(Arc::new(UsageSum)))
         .node("agent", Arc::new(agent));
     g = match tools {
-        Some(t) => g.node("tools", Arc::new(t)).chain(&[START, "agent", "tools", END]),
+        Some(t) => g
+            .node("tools", Arc::new(t))
+            .chain(&[START, "agent", "tools", END]),
         None => g.chain(&[START, "agent", END]),
     };
     g.compile().expect("graph").with_checkpointer(memory())
@@ -137,7 +145,10 @@ fn graph(agent: LlmNode, tools: Option<ToolExecutorNode>) -> CompiledGraph {
 /// Runs `g` on `messages`; the final state and the custom events.
 async fn run(g: &CompiledGraph, messages: Vec<Value>) -> (Result<RunOutput, RunError>, Vec<Value>) {
     let (events, out) = g
-        .stream(values(json!({ "messages": messages })), RunConfig::thread("t"))
+        .stream(
+            values(json!({ "messages": messages })),
+            RunConfig::thread("t"),
+        )
         .collect()
         .await;
     let custom = events
@@ -154,7 +165,13 @@ async fn run(g: &CompiledGraph, messages: Vec<Value>) -> (Result<RunOutput, RunE
 /// wrote and the recoveries reported.
 async fn replay_answer(name: &str) -> (Value, Vec<Value>, Value) {
     let server = MockServer::start().await;
-    serve_once(&server, 200, fixture(&format!("{name}.sse")), "text/event-stream").await;
+    serve_once(
+        &server,
+        200,
+        fixture(&format!("{name}.sse")),
+        "text/event-stream",
+    )
+    .await;
     let req = request(name);
     let (system, messages) = conversation(&req);
     let agent = LlmNode::new(model(&server))
@@ -195,11 +212,16 @@ async fn a_call_written_as_text_becomes_a_real_call() {
         json!({"nodeType": PREPARE, "name": "Prepare",
                "connectionParametersReasoning": "static connections", "connectionParameters": {}})
     );
-    assert!(calls[0]["id"].as_str().is_some_and(|id| id.starts_with("call_")));
+    assert!(calls[0]["id"]
+        .as_str()
+        .is_some_and(|id| id.starts_with("call_")));
     // The call text is not content any more; it is kept aside.
     assert_eq!(ai["content"], "");
     let original = ai["recovered_from_text"].as_str().expect("original text");
-    assert!(original.starts_with("[tool_call]{\"name\": \"add_nodes\""), "{original}");
+    assert!(
+        original.starts_with("[tool_call]{\"name\": \"add_nodes\""),
+        "{original}"
+    );
     assert_eq!(kinds(&recoveries), ["text_call"]);
     assert_eq!(recoveries[0]["detail"], "tag:[tool_call]");
     assert_eq!(usage["total"]["recoveries"], 1);
@@ -259,12 +281,20 @@ impl Tool for NoNodesYet {
 #[tokio::test]
 async fn the_recorded_repeat_of_a_failing_call_is_answered_as_a_repeat() {
     let server = MockServer::start().await;
-    serve_once(&server, 200, fixture("repeat_failing.sse"), "text/event-stream").await;
+    serve_once(
+        &server,
+        200,
+        fixture("repeat_failing.sse"),
+        "text/event-stream",
+    )
+    .await;
     let req = request("repeat_failing");
     let (system, messages) = conversation(&req);
-    let agent = LlmNode::new(model(&server)).system(system).tools(specs(&req));
-    let tools = ToolExecutorNode::new([Arc::new(NoNodesYet) as Arc<dyn Tool>])
-        .repeats_channel("repeats");
+    let agent = LlmNode::new(model(&server))
+        .system(system)
+        .tools(specs(&req));
+    let tools =
+        ToolExecutorNode::new([Arc::new(NoNodesYet) as Arc<dyn Tool>]).repeats_channel("repeats");
     let (out, events) = run(&graph(agent, Some(tools)), messages).await;
     let out = out.expect("run");
     let messages = out.values["messages"].as_array().expect("messages");
@@ -281,7 +311,10 @@ async fn the_recorded_repeat_of_a_failing_call_is_answered_as_a_repeat() {
     assert_eq!(error["repeats"], 2);
     assert_eq!(error["repeated"]["code"], "NODE_NOT_FOUND");
     let message = error["message"].as_str().unwrap_or("");
-    assert!(message.contains("has now failed 2 times in a row"), "{message}");
+    assert!(
+        message.contains("has now failed 2 times in a row"),
+        "{message}"
+    );
     assert!(message.contains("change the arguments"), "{message}");
     assert_eq!(out.values["repeats"], 2);
     assert!(events
@@ -309,7 +342,10 @@ async fn the_recorded_overflow_is_a_typed_error_with_the_sizes() {
             ..
         } => {
             assert_eq!((prompt_tokens, context_tokens), (Some(27356), Some(16384)));
-            assert!(message.contains("exceeds the available context size"), "{message}");
+            assert!(
+                message.contains("exceeds the available context size"),
+                "{message}"
+            );
         }
         other => panic!("expected a context overflow, got {other:?}"),
     }
@@ -331,9 +367,20 @@ fn long_conversation() -> Vec<Value> {
 async fn an_overflow_compacts_the_conversation_and_calls_once_more() {
     let server = MockServer::start().await;
     serve_once(&server, 400, fixture("overflow.json"), "application/json").await;
-    serve_once(&server, 200, text_stream("The user asked six questions."), "text/event-stream")
-        .await;
-    serve_once(&server, 200, text_stream("Here it is."), "text/event-stream").await;
+    serve_once(
+        &server,
+        200,
+        text_stream("The user asked six questions."),
+        "text/event-stream",
+    )
+    .await;
+    serve_once(
+        &server,
+        200,
+        text_stream("Here it is."),
+        "text/event-stream",
+    )
+    .await;
     let policy = OverflowCompaction {
         keep_last: 2,
         summary_channel: Some("summary".into()),
@@ -376,9 +423,16 @@ async fn a_second_overflow_fails_with_a_clear_error() {
     serve_once(&server, 400, fixture("overflow.json"), "application/json").await;
     serve_once(&server, 200, text_stream("A summary."), "text/event-stream").await;
     serve_once(&server, 400, fixture("overflow.json"), "application/json").await;
-    let (out, _) = run(&graph(LlmNode::new(model(&server)), None), long_conversation()).await;
+    let (out, _) = run(
+        &graph(LlmNode::new(model(&server)), None),
+        long_conversation(),
+    )
+    .await;
     let err = out.expect_err("still too large").to_string();
-    assert!(err.contains("even after compacting the conversation"), "{err}");
+    assert!(
+        err.contains("even after compacting the conversation"),
+        "{err}"
+    );
     assert!(err.contains("system prompt ~"), "{err}");
     // Without compaction the first overflow fails the node.
     let server = MockServer::start().await;
@@ -386,5 +440,10 @@ async fn a_second_overflow_fails_with_a_clear_error() {
     let agent = LlmNode::new(model(&server)).on_overflow(None);
     let (out, _) = run(&graph(agent, None), long_conversation()).await;
     let err = out.expect_err("overflow").to_string();
-    assert!(err.contains("larger than the openai model's context (27356 tokens for a context of 16384)"), "{err}");
+    assert!(
+        err.contains(
+            "larger than the openai model's context (27356 tokens for a context of 16384)"
+        ),
+        "{err}"
+    );
 }

@@ -127,8 +127,7 @@ pub fn context_overflow(provider: &str, body: &str) -> Option<ModelError> {
         )
     } else if lower.contains("prompt is too long") {
         (numbers.first().copied(), numbers.get(1).copied())
-    } else if field("code") == "context_length_exceeded"
-        || lower.contains("maximum context length")
+    } else if field("code") == "context_length_exceeded" || lower.contains("maximum context length")
     {
         (numbers.get(1).copied(), numbers.first().copied())
     } else {

@@ -416,7 +416,9 @@ impl LlmNode {
         req.messages = remembered
             .iter()
             .cloned()
-            .chain(std::iter::once(compacted.compaction.summary_message.clone()))
+            .chain(std::iter::once(
+                compacted.compaction.summary_message.clone(),
+            ))
             .chain(compacted.compaction.kept.iter().cloned())
             .collect();
         match self.attempt(ctx, &req, msg_id).await {
@@ -498,7 +500,11 @@ impl Node for LlmNode {
             if let Value::Array(items) = c.compaction.messages_write() {
                 messages_write.extend(items);
             }
-            if let Some(ch) = self.on_overflow.as_ref().and_then(|p| p.summary_channel.as_ref()) {
+            if let Some(ch) = self
+                .on_overflow
+                .as_ref()
+                .and_then(|p| p.summary_channel.as_ref())
+            {
                 update = update.set(ch.clone(), Value::String(c.compaction.summary.clone()));
             }
         }
@@ -510,12 +516,8 @@ impl Node for LlmNode {
                 usage.add(&u);
             }
             Answer::Message(mut response) => {
-                let recovered = recovery::recover_calls(
-                    &mut response,
-                    &self.tools,
-                    &self.tool_choice,
-                    &msg_id,
-                );
+                let recovered =
+                    recovery::recover_calls(&mut response, &self.tools, &self.tool_choice, &msg_id);
                 recoveries = recovered.repairs.len();
                 for (r, call_id) in &recovered.repairs {
                     tracing::info!(

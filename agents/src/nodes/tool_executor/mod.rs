@@ -221,8 +221,13 @@ impl ToolExecutorNode {
             );
             return done(Outcome::Failed(err));
         }
-        ctx.emit_custom(progress(name, &call_id, "running", format!("Running {name}")))
-            .await;
+        ctx.emit_custom(progress(
+            name,
+            &call_id,
+            "running",
+            format!("Running {name}"),
+        ))
+        .await;
         let tool_ctx = ToolContext::new(ctx.scoped(&call_id))
             .with_model(model)
             .with_settings(self.settings.get(name).cloned().unwrap_or_default())
@@ -261,8 +266,11 @@ impl ToolExecutorNode {
                 Outcome::Done(_) => false,
             };
             if rerun {
-                tracing::debug!(node = ctx.node(), tool = results[i].name.as_str(),
-                    "running a failed call again after its batch's earlier calls");
+                tracing::debug!(
+                    node = ctx.node(),
+                    tool = results[i].name.as_str(),
+                    "running a failed call again after its batch's earlier calls"
+                );
                 let writes = Arc::new(earlier.clone());
                 results[i] = self.run_call(ctx, model.clone(), call, i, writes).await;
             }
@@ -377,10 +385,7 @@ impl Node for ToolExecutorNode {
                             let content = repeats::repeated_content(&repeat, &e, n);
                             (content, repeat)
                         }
-                        None => (
-                            json!({"error": {"code": e.code, "message": e.message}}),
-                            e,
-                        ),
+                        None => (json!({"error": {"code": e.code, "message": e.message}}), e),
                     };
                     let mut event = progress(
                         &r.name,
@@ -392,7 +397,13 @@ impl Node for ToolExecutorNode {
                         event["repeats"] = json!(n);
                     }
                     ctx.emit_custom(event).await;
-                    messages.push(tool_message(ctx.task_id(), &r.call_id, &r.name, content, true));
+                    messages.push(tool_message(
+                        ctx.task_id(),
+                        &r.call_id,
+                        &r.name,
+                        content,
+                        true,
+                    ));
                 }
             }
         }

@@ -128,8 +128,10 @@ mod tests {
         let repeat = repeated("connect", &err, 3);
         let mut more = history.clone();
         more.push(ai("5", args.clone()));
-        more.push(json!({"type": "tool", "tool_call_id": "5", "status": "error",
-            "content": repeated_content(&repeat, &err, 3)}));
+        more.push(
+            json!({"type": "tool", "tool_call_id": "5", "status": "error",
+            "content": repeated_content(&repeat, &err, 3)}),
+        );
         assert_eq!(streak(&more, "connect", &args, &err), 4);
         assert!(repeat.message.contains("failed 3 times in a row"));
     }
