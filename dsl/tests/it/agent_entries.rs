@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn compile(entries: &str, tool_entries: &str) -> Result<(), String> {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../graphs/examples/scripts/chat.json");
     let text = format!(
         r#"graph g {{
   state {{
@@ -12,7 +13,7 @@ fn compile(entries: &str, tool_entries: &str) -> Result<(), String> {
     summary: string?
     repeats: int = 0
   }}
-  model main = openai {{ model: "m", base_url: "http://127.0.0.1:9/v1" }}
+  model main = scripted {{ script: "{script}" }}
   prompt keep = "Keep the node names."
   tools none = []
   node agent: llm {{ model: main, messages: messages {entries} }}
@@ -45,7 +46,13 @@ fn overflow_and_repeat_entries_compile() {
 #[test]
 fn a_bad_overflow_policy_is_refused() {
     let err = compile(r#", on_overflow: "retry""#, "").expect_err("refused");
-    assert!(err.contains("`on_overflow` is \\\"compact\\\" or \\\"fail\\\""), "{err}");
+    assert!(
+        err.contains("`on_overflow` is \\\"compact\\\" or \\\"fail\\\""),
+        "{err}"
+    );
     let err = compile("", r#", repeat_limit: "two""#).expect_err("refused");
-    assert!(err.contains("`repeat_limit` is a non-negative integer"), "{err}");
+    assert!(
+        err.contains("`repeat_limit` is a non-negative integer"),
+        "{err}"
+    );
 }
