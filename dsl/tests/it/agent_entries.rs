@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 fn compile(entries: &str, tool_entries: &str) -> Result<(), String> {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../graphs/examples/scripts/chat.json");
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../graphs/examples/scripts/chat.json"
+    );
     let text = format!(
         r#"graph g {{
   state {{
