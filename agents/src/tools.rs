@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
 
+pub mod recover;
 mod schema;
 pub use schema::validate_args;
 
@@ -88,6 +89,7 @@ pub struct ToolContext {
     task: TaskContext,
     model: Option<Arc<dyn ChatModel>>,
     settings: Arc<Value>,
+    batch_writes: Arc<Vec<(String, Value)>>,
 }
 
 impl std::ops::Deref for ToolContext {
@@ -104,6 +106,7 @@ impl ToolContext {
             task,
             model: None,
             settings: Arc::new(Value::Null),
+            batch_writes: Arc::new(Vec::new()),
         }
     }
 
@@ -122,6 +125,21 @@ impl ToolContext {
     pub fn with_settings(mut self, settings: Arc<Value>) -> Self {
         self.settings = settings;
         self
+    }
+
+    /// Gives the tool the writes of the calls before it in its batch (see
+    /// [`ToolContext::batch_writes`]).
+    pub fn with_batch_writes(mut self, writes: Arc<Vec<(String, Value)>>) -> Self {
+        self.batch_writes = writes;
+        self
+    }
+
+    /// The channel writes of the calls before this one in the same batch, in call order, which
+    /// the state does not hold yet: empty, except when the tool executor runs a failed call
+    /// again after those calls ([`Tool::rerun_after_batch`]). A tool reading a channel that
+    /// other tools of the batch write (queued workflow operations) folds these in.
+    pub fn batch_writes(&self) -> &[(String, Value)] {
+        &self.batch_writes
     }
 
     /// The calling task.
@@ -159,6 +177,15 @@ pub trait Tool: Send + Sync + 'static {
     /// gives the state as of the step's start, run settings, custom events (progress),
     /// interrupts, cancellation and a model handle.
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Whether a call that failed with `error` may succeed once the calls before it in its
+    /// batch have taken effect (a connection to a node that an earlier call of the batch
+    /// adds). The tool executor then runs it again, after the batch's other calls, with their
+    /// writes in [`ToolContext::batch_writes`]. Default: no.
+    fn rerun_after_batch(&self, error: &ToolError) -> bool {
+        let _ = error;
+        false
+    }
 
     /// The spec sent to models.
     fn spec(&self) -> ToolSpec {

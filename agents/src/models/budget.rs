@@ -196,6 +196,41 @@ fn render(m: &Value) -> String {
     line
 }
 
+/// Rendered messages cut to about `max_chars` in all: each line to a fair share of the budget
+/// (at least 200 characters), then the oldest lines left out, with notes saying so.
+fn fit_lines(lines: Vec<String>, max_chars: Option<usize>) -> Vec<String> {
+    let Some(max) = max_chars else {
+        return lines;
+    };
+    let total: usize = lines.iter().map(|l| l.chars().count()).sum();
+    if total <= max {
+        return lines;
+    }
+    let share = (max / lines.len().max(1)).max(200);
+    let mut cut: Vec<String> = lines
+        .into_iter()
+        .map(|l| {
+            let n = l.chars().count();
+            if n <= share {
+                l
+            } else {
+                let head: String = l.chars().take(share).collect();
+                format!("{head}… [{} characters cut]", n - share)
+            }
+        })
+        .collect();
+    let mut size: usize = cut.iter().map(|l| l.chars().count()).sum();
+    let mut dropped = 0;
+    while size > max && cut.len() > 1 {
+        size -= cut.remove(0).chars().count();
+        dropped += 1;
+    }
+    if dropped > 0 {
+        cut.insert(0, format!("[{dropped} earlier messages left out]"));
+    }
+    cut
+}
+
 /// Asks `model` to summarize all but the last `keep_last` messages (merging
 /// `previous_summary`), moving the cut earlier so that a kept tool result keeps the AI message
 /// that called it. With nothing to summarize the model is not called and the summary is the
@@ -228,6 +263,31 @@ pub async fn compact_with(
     keep_last: usize,
     ctx: &CallContext,
 ) -> Result<Compaction, ModelError> {
+    compact_within(
+        model,
+        instructions,
+        messages,
+        previous_summary,
+        keep_last,
+        None,
+        ctx,
+    )
+    .await
+}
+
+/// [`compact_with`], with the conversation shown to the summarizing model cut to about
+/// `max_tokens` estimated tokens when given (each message shortened to a fair share, then the
+/// oldest left out), so that summarizing a conversation too large for the model's context
+/// still fits in it.
+pub async fn compact_within(
+    model: &dyn ChatModel,
+    instructions: &str,
+    messages: &[Value],
+    previous_summary: Option<&str>,
+    keep_last: usize,
+    max_tokens: Option<usize>,
+    ctx: &CallContext,
+) -> Result<Compaction, ModelError> {
     let cut = cut_index(messages, keep_last);
     let (old, kept) = messages.split_at(cut);
     let summary = if old.is_empty() {
@@ -240,8 +300,11 @@ pub async fn compact_with(
             ));
         }
         text.push_str("<conversation>\n");
-        for m in old {
-            text.push_str(&render(m));
+        let rendered: Vec<String> = old.iter().map(render).collect();
+        // Tokens → characters at the estimate's 2.5 characters per token.
+        let max_chars = max_tokens.map(|t| t.saturating_mul(5) / 2);
+        for line in fit_lines(rendered, max_chars) {
+            text.push_str(&line);
             text.push('\n');
         }
         text.push_str("</conversation>\n\nSummarize the conversation above.");

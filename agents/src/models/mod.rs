@@ -246,6 +246,23 @@ pub enum ModelError {
         /// What happened.
         message: String,
     },
+    /// The request is larger than the model's context window (llama.cpp server
+    /// `exceed_context_size_error`, OpenAI `context_length_exceeded`, Anthropic "prompt is too
+    /// long"). Not retryable as it is: the conversation has to shrink.
+    #[error(
+        "the request is larger than the {provider} model's context{}: {message}",
+        context_sizes(*.prompt_tokens, *.context_tokens)
+    )]
+    ContextOverflow {
+        /// The provider.
+        provider: String,
+        /// What it said.
+        message: String,
+        /// The request's size in tokens, when the server said.
+        prompt_tokens: Option<u64>,
+        /// The context size in tokens, when the server said.
+        context_tokens: Option<u64>,
+    },
     /// The answer could not be understood (or did not follow the response schema).
     #[error("invalid response from {provider}: {message}")]
     InvalidResponse {
@@ -294,6 +311,15 @@ pub enum ModelError {
     /// The call was cancelled.
     #[error("cancelled")]
     Cancelled,
+}
+
+fn context_sizes(prompt: Option<u64>, context: Option<u64>) -> String {
+    match (prompt, context) {
+        (Some(p), Some(c)) => format!(" ({p} tokens for a context of {c})"),
+        (None, Some(c)) => format!(" ({c} tokens)"),
+        (Some(p), None) => format!(" ({p} tokens sent)"),
+        (None, None) => String::new(),
+    }
 }
 
 impl ModelError {

@@ -12,11 +12,13 @@ mod agent_output;
 mod compact;
 mod llm;
 mod tool_executor;
+mod usage;
 
 pub use agent_output::{parse_json_answer, AgentOutputNode, OutputFormat};
 pub use compact::CompactNode;
-pub use llm::{ContextFn, LlmNode, UsageSum};
-pub use tool_executor::ToolExecutorNode;
+pub use llm::{ContextFn, LlmNode, OverflowCompaction};
+pub use tool_executor::{ToolExecutorNode, REPEATED_CALL};
+pub use usage::UsageSum;
 
 use agentgraph_runtime::StateView;
 use serde_json::Value;

@@ -10,3 +10,4 @@ mod budget;
 mod memory;
 mod models_scripted;
 mod providers;
+mod recorded;

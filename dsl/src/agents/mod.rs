@@ -9,10 +9,11 @@
 //! tools kit = [search, calculator]
 //! node agent: llm { model: main, system: [system, context], messages: messages, tools: kit,
 //!                   tool_choice: "auto", max_iterations: 10, usage: usage,
-//!                   memory: { store: "sled", window: 20 } }
+//!                   memory: { store: "sled", window: 20 },
+//!                   on_overflow: "compact", summary: summary, compact_instructions: compact }
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
 //! node tools: tool_executor { tools: kit, model: main, usage: usage,
-//!                             settings: { http_request: {} } }
+//!                             settings: { http_request: {} }, repeat_limit: 2, repeats: repeats }
 //! # (an object of settings also gets `base_dir`: the graph file's folder, for relative paths)
 //! node shrink: compact { model: main, summary: summary, threshold: 20000, keep_last: 4 }
 //! node out: agent_output { format: "full", output: output, usage: usage }
@@ -25,7 +26,9 @@ use crate::eval::Scope;
 use crate::registry::{EntrySpec, NodeBuild, NodeFactory, Registry};
 use agentgraph_agents::models::ToolChoice;
 use agentgraph_agents::nodes::ToolExecutorNode;
-use agentgraph_agents::nodes::{AgentOutputNode, CompactNode, LlmNode, OutputFormat};
+use agentgraph_agents::nodes::{
+    AgentOutputNode, CompactNode, LlmNode, OutputFormat, OverflowCompaction,
+};
 use agentgraph_agents::tools::Tool;
 use agentgraph_runtime::{Node, NodeError};
 use serde_json::Value;
@@ -62,6 +65,9 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::value("output"),
             EntrySpec::value("memory"),
             EntrySpec::value("max_iterations"),
+            EntrySpec::value("on_overflow"),
+            EntrySpec::value("summary"),
+            EntrySpec::value("compact_instructions"),
         ],
         "calls a chat model with the conversation and bound tools; writes its answer",
         Arc::new(LlmFactory {
@@ -77,6 +83,8 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::value("model"),
             EntrySpec::value("settings"),
             EntrySpec::value("usage"),
+            EntrySpec::value("repeat_limit"),
+            EntrySpec::value("repeats"),
         ],
         "runs every tool call of the last AI message, concurrently",
         Arc::new(ToolExecutorFactory { tools }),
@@ -201,7 +209,44 @@ impl NodeFactory for LlmFactory {
                 .ok_or("`max_iterations` is a positive integer")?;
             node = node.max_iterations(max as usize);
         }
+        node = node.on_overflow(overflow_policy(b)?);
         Ok(Arc::new(node))
+    }
+}
+
+/// How the node answers a context overflow: `on_overflow` (`"compact"`, the default, or
+/// `"fail"`), `summary` (a channel for the summary) and `compact_instructions` (a prompt name or
+/// a string).
+fn overflow_policy(b: &NodeBuild<'_>) -> Result<Option<OverflowCompaction>, String> {
+    match b.constant("on_overflow")? {
+        None => {}
+        Some(Value::String(s)) if s == "compact" => {}
+        Some(Value::String(s)) if s == "fail" => return Ok(None),
+        Some(other) => {
+            return Err(format!(
+                "`on_overflow` is \"compact\" or \"fail\", got {other}"
+            ))
+        }
+    }
+    let mut policy = OverflowCompaction {
+        summary_channel: b.channel("summary").map(str::to_owned),
+        ..OverflowCompaction::default()
+    };
+    if let Some(e) = b.expr("compact_instructions") {
+        policy.instructions = Some(prompt_or_string(b, e, "compact_instructions")?);
+    }
+    Ok(Some(policy))
+}
+
+/// The text of a prompt name or a string literal.
+fn prompt_or_string(b: &NodeBuild<'_>, e: &Expr, key: &str) -> Result<String, String> {
+    match &e.kind {
+        ExprKind::Name { name } => b
+            .prompt(&name.name)
+            .map(str::to_owned)
+            .ok_or_else(|| format!("prompt `{}` is not declared", name.name)),
+        ExprKind::Str { lit } => Ok(lit.value.clone()),
+        _ => Err(format!("`{key}` is a prompt name or a string")),
     }
 }
 
@@ -241,6 +286,12 @@ impl NodeFactory for ToolExecutorFactory {
         // Tokens of the tools' own model calls.
         if let Some(ch) = b.channel("usage") {
             node = node.usage_channel(ch);
+        }
+        if let Some(n) = usize_entry(b, "repeat_limit")? {
+            node = node.repeat_limit((n > 0).then_some(n));
+        }
+        if let Some(ch) = b.channel("repeats") {
+            node = node.repeats_channel(ch);
         }
         match b.constant("settings")? {
             Some(Value::Object(per_tool)) => {
@@ -308,14 +359,7 @@ impl NodeFactory for CompactFactory {
             node.keep_last = k;
         }
         if let Some(e) = b.expr("instructions") {
-            node.instructions = Some(match &e.kind {
-                ExprKind::Name { name } => b
-                    .prompt(&name.name)
-                    .map(str::to_owned)
-                    .ok_or_else(|| format!("prompt `{}` is not declared", name.name))?,
-                ExprKind::Str { lit } => lit.value.clone(),
-                _ => return Err("`instructions` is a prompt name or a string".into()),
-            });
+            node.instructions = Some(prompt_or_string(b, e, "instructions")?);
         }
         Ok(Arc::new(node))
     }

@@ -1,6 +1,7 @@
 //! The DSL's integration tests, one binary: each former test file is a module. Fixtures stay in
 //! `tests/fixtures/` (`ok/`, `err/`) and `tests/viz/`.
 
+mod agent_entries;
 mod ast_snapshots;
 mod examples;
 mod extensions;

@@ -13,8 +13,8 @@
 
 use super::search_nodes::with_known_labels;
 use super::state::{
-    codes, current_workflow, find_node, is_sub_node, node_ports, opt_index, output_with_operations,
-    req_str,
+    codes, current_workflow, depends_on_batch, find_node, is_sub_node, node_ports, opt_index,
+    output_with_operations, req_str,
 };
 use crate::catalogue::{Catalogue, Ports};
 use crate::operations::Operation;
@@ -406,6 +406,10 @@ impl Tool for ConnectNodes {
             },
             "required": ["sourceNodeId", "targetNodeId"]
         })
+    }
+
+    fn rerun_after_batch(&self, error: &ToolError) -> bool {
+        depends_on_batch(error)
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -6,7 +6,7 @@
 //! is accepted). Answers `Parameter "path" of node "X":` and the value (strings verbatim, other
 //! values as pretty JSON), capped at [`MAX_PARAMETER_VALUE_LENGTH`] characters.
 
-use super::state::{codes, current_workflow, find_node, req_str};
+use super::state::{codes, current_workflow, depends_on_batch, find_node, req_str};
 use crate::catalogue::Catalogue;
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
@@ -176,6 +176,10 @@ impl Tool for GetNodeParameter {
             },
             "required": ["nodeId", "path"]
         })
+    }
+
+    fn rerun_after_batch(&self, error: &ToolError) -> bool {
+        depends_on_batch(error)
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -6,7 +6,8 @@
 
 use super::remove_node::describe_edge;
 use super::state::{
-    codes, current_workflow, find_node, opt_index, output_with_operations, req_str,
+    codes, current_workflow, depends_on_batch, find_node, opt_index, output_with_operations,
+    req_str,
 };
 use crate::catalogue::Catalogue;
 use crate::operations::Operation;
@@ -54,6 +55,10 @@ impl Tool for RemoveConnection {
             },
             "required": ["sourceNodeId", "targetNodeId", "connectionType"]
         })
+    }
+
+    fn rerun_after_batch(&self, error: &ToolError) -> bool {
+        depends_on_batch(error)
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

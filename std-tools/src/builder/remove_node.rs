@@ -4,7 +4,9 @@
 //! answers `Successfully removed node "X" (type) and N connection(s):` followed by one
 //! `- "A" → "B" (kind)` line per removed connection.
 
-use super::state::{current_workflow, find_node, node_key, output_with_operations, req_str};
+use super::state::{
+    current_workflow, depends_on_batch, find_node, node_key, output_with_operations, req_str,
+};
 use crate::catalogue::Catalogue;
 use crate::operations::Operation;
 use crate::workflow::{Edge, Workflow};
@@ -63,6 +65,10 @@ impl Tool for RemoveNode {
             },
             "required": ["nodeId"]
         })
+    }
+
+    fn rerun_after_batch(&self, error: &ToolError) -> bool {
+        depends_on_batch(error)
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

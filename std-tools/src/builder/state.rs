@@ -4,10 +4,13 @@
 //!
 //! Tools never mutate state: they read the workflow channel (default `workflow`, settings key
 //! `workflow_channel`) and return their operations as a write to the operations channel
-//! (default `operations`, settings key `operations_channel`).
+//! (default `operations`, settings key `operations_channel`). The workflow they see has the
+//! operations still pending applied: those queued in the channel and, when the tool executor
+//! runs a call again after the calls before it in its batch, theirs
+//! ([`ToolContext::batch_writes`]); so a connection to a node added in the same batch works.
 
 use crate::catalogue::{Catalogue, NodeTypeDescription, Ports};
-use crate::operations::Operation;
+use crate::operations::{apply_operations, parse_operations, Operation, OperationsReducer};
 use crate::workflow::{Workflow, WorkflowNode};
 use agentgraph_agents::tools::{ToolContext, ToolError, ToolOutput};
 use serde_json::Value;
@@ -80,9 +83,49 @@ pub fn operations_channel(ctx: &ToolContext) -> &str {
     setting(ctx, "operations_channel", DEFAULT_OPERATIONS_CHANNEL)
 }
 
-/// The current workflow: the workflow channel's value (null or missing: an empty workflow);
-/// `INVALID_WORKFLOW` when it does not parse.
+/// The current workflow: the workflow channel's value (null or missing: an empty workflow) with
+/// the pending operations applied ([`pending_operations`]) when they apply cleanly (else
+/// without them, as the batch will not apply either); `INVALID_WORKFLOW` when the channel does
+/// not hold a workflow.
 pub fn current_workflow(ctx: &ToolContext) -> Result<Workflow, ToolError> {
+    let wf = stored_workflow(ctx)?;
+    let pending = pending_operations(ctx);
+    if pending.is_empty() {
+        return Ok(wf);
+    }
+    Ok(apply_operations(&wf, &pending).unwrap_or(wf))
+}
+
+/// The operations not applied yet: the operations channel's queue, then the operations that
+/// the calls before this one in its batch queued ([`ToolContext::batch_writes`]), folded as the
+/// `operations` reducer folds them. Unreadable operations are left out.
+pub fn pending_operations(ctx: &ToolContext) -> Vec<Operation> {
+    let channel = operations_channel(ctx);
+    let mut queue = ctx.state().get(channel).cloned();
+    let reducer = OperationsReducer;
+    for (_, write) in ctx.batch_writes().iter().filter(|(c, _)| c == channel) {
+        let mut folded = queue.clone();
+        if agentgraph_runtime::reducer::Reducer::apply(&reducer, &mut folded, write.clone()).is_ok()
+        {
+            queue = folded;
+        }
+    }
+    queue
+        .and_then(|q| parse_operations(&q).ok())
+        .unwrap_or_default()
+}
+
+/// Whether a builder tool's failure may be due to operations an earlier call of its batch
+/// queued (a node or connection not there yet), so the call is worth running again after them.
+pub fn depends_on_batch(error: &ToolError) -> bool {
+    matches!(
+        error.code.as_str(),
+        codes::NODE_NOT_FOUND | codes::CONNECTION_NOT_FOUND
+    )
+}
+
+/// The workflow channel's value alone (null or missing: an empty workflow).
+fn stored_workflow(ctx: &ToolContext) -> Result<Workflow, ToolError> {
     let channel = workflow_channel(ctx);
     match ctx.state().get(channel) {
         None | Some(Value::Null) => Ok(Workflow::default()),

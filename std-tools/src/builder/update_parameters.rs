@@ -57,8 +57,9 @@ pub use expressions::{
 };
 pub use prompts::{guides_for, property_definitions, Guide, MAX_DEFINITION_CHARS};
 
+use super::state::{current_workflow, depends_on_batch};
 use crate::catalogue::Catalogue;
-use crate::operations::{apply_operations, parse_operations, Operation};
+use crate::operations::Operation;
 use crate::workflow::trim::trim_workflow_json;
 use crate::workflow::{Workflow, WorkflowNode};
 use agentgraph_agents::models::structured::{complete_structured, StructuredError};
@@ -106,26 +107,6 @@ fn setting<'a>(ctx: &'a ToolContext, key: &str, default: &'a str) -> &'a str {
         .get(key)
         .and_then(Value::as_str)
         .unwrap_or(default)
-}
-
-/// The workflow as the tool sees it: the channel value with the queued operations applied
-/// (when they apply cleanly).
-fn current_workflow(ctx: &ToolContext) -> Result<Workflow, ToolError> {
-    let state = ctx.state();
-    let wf = match state.get(setting(ctx, "workflow_channel", "workflow")) {
-        None | Some(Value::Null) => Workflow::default(),
-        Some(v) => Workflow::from_value_ref(v).map_err(|e| {
-            ToolError::new("INVALID_WORKFLOW", format!("cannot read the workflow: {e}"))
-        })?,
-    };
-    let queued = state
-        .get(setting(ctx, "operations_channel", "operations"))
-        .and_then(|v| parse_operations(v).ok())
-        .unwrap_or_default();
-    if queued.is_empty() {
-        return Ok(wf);
-    }
-    Ok(apply_operations(&wf, &queued).unwrap_or(wf))
 }
 
 /// The text of the last human message of `messages`, if any.
@@ -278,6 +259,10 @@ impl Tool for UpdateNodeParameters {
             },
             "required": ["nodeId", "changes"]
         })
+    }
+
+    fn rerun_after_batch(&self, error: &ToolError) -> bool {
+        depends_on_batch(error)
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

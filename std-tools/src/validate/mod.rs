@@ -114,6 +114,8 @@ macro_rules! rules {
 }
 
 rules! {
+    EMPTY_WORKFLOW = "EMPTY_WORKFLOW", Error, Structure,
+        "The workflow has no nodes (sticky notes aside), so there is nothing to run.";
     NO_TRIGGER = "NO_TRIGGER", Error, Structure,
         "The workflow has no (enabled) trigger node, so it can never start.";
     NODE_TYPE_NOT_FOUND = "NODE_TYPE_NOT_FOUND", Error, Structure,

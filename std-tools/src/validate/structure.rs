@@ -18,6 +18,13 @@ pub(crate) fn check(ctx: &Ctx, out: &mut Vec<Finding>) {
 
 fn triggers(ctx: &Ctx, out: &mut Vec<Finding>) {
     if ctx.nodes.is_empty() {
+        out.push(Finding::new(
+            EMPTY_WORKFLOW,
+            None,
+            "the workflow has no nodes (sticky notes aside), so there is nothing to run; add a \
+             trigger node (e.g. n8n-nodes-base.manualTrigger, scheduleTrigger, webhook) and \
+             the nodes that do the work, then connect them",
+        ));
         return;
     }
     let any = ctx

@@ -7,6 +7,7 @@ mod builder_tools;
 mod catalogue;
 mod general_tools;
 mod operations;
+mod recorded_batch;
 mod trim;
 mod unknown_parameters;
 mod update_parameters;

@@ -56,13 +56,20 @@ pub fn parse_retry_after(v: &str) -> Option<Duration> {
 }
 
 /// Maps an HTTP error status and body to an error: 401/403 invalid credentials, 429 rate
-/// limited, 5xx (and Anthropic's 529 "overloaded") server error, other statuses bad request.
+/// limited, 5xx (and Anthropic's 529 "overloaded") server error, a 400 or 413 that says the
+/// request is larger than the context ([`context_overflow`]) context overflow, other statuses
+/// bad request.
 pub fn status_error(
     provider: &str,
     status: u16,
     retry_after: Option<Duration>,
     body: &str,
 ) -> ModelError {
+    if matches!(status, 400 | 413) {
+        if let Some(e) = context_overflow(provider, body) {
+            return e;
+        }
+    }
     let provider = provider.to_string();
     let message = error_message(body);
     match status {
@@ -96,6 +103,49 @@ pub fn error_message(body: &str) -> String {
     });
     let text = from_json.unwrap_or_else(|| body.trim().to_string());
     truncate(&text, MAX_ERROR_BODY)
+}
+
+/// A context-overflow error read from an error body: llama.cpp server's
+/// `exceed_context_size_error` (with `n_prompt_tokens` and `n_ctx`), OpenAI's
+/// `context_length_exceeded` or "maximum context length is N tokens … resulted in M tokens"
+/// (vLLM says the same), Anthropic's "prompt is too long: M tokens > N maximum". `None` for
+/// any other body.
+pub fn context_overflow(provider: &str, body: &str) -> Option<ModelError> {
+    let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+    let err = v.get("error").unwrap_or(&Value::Null);
+    let field = |k: &str| err.get(k).and_then(Value::as_str).unwrap_or("");
+    let message = error_message(body);
+    let lower = message.to_lowercase();
+    let numbers = numbers(&lower);
+    let (prompt_tokens, context_tokens) = if field("type") == "exceed_context_size_error"
+        || lower.contains("exceeds the available context size")
+    {
+        let n = |k: &str| err.get(k).and_then(Value::as_u64);
+        (
+            n("n_prompt_tokens").or(numbers.first().copied()),
+            n("n_ctx").or(numbers.get(1).copied()),
+        )
+    } else if lower.contains("prompt is too long") {
+        (numbers.first().copied(), numbers.get(1).copied())
+    } else if field("code") == "context_length_exceeded" || lower.contains("maximum context length")
+    {
+        (numbers.get(1).copied(), numbers.first().copied())
+    } else {
+        return None;
+    };
+    Some(ModelError::ContextOverflow {
+        provider: provider.to_string(),
+        message,
+        prompt_tokens,
+        context_tokens,
+    })
+}
+
+/// The whole numbers in a text, in order.
+fn numbers(text: &str) -> Vec<u64> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|s| s.parse().ok())
+        .collect()
 }
 
 pub(super) fn truncate(s: &str, max: usize) -> String {

@@ -262,6 +262,7 @@ pub fn error_code(err: &ModelError) -> &'static str {
         ModelError::RateLimited { .. } => "rate_limited",
         ModelError::Server { .. } => "server",
         ModelError::BadRequest { .. } => "bad_request",
+        ModelError::ContextOverflow { .. } => "context_overflow",
         ModelError::Network { .. } => "network",
         ModelError::InvalidResponse { .. } => "invalid_response",
         ModelError::StreamInterrupted { .. } => "stream_interrupted",

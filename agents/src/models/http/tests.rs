@@ -79,3 +79,27 @@ fn message_helpers_read_both_spellings() {
     assert_eq!(message_text(&m), "ab");
     assert_eq!(message_tool_calls(&m)[0].2["x"], 1);
 }
+
+#[test]
+fn context_overflow_bodies_of_each_provider_are_typed() {
+    let sizes = |status: u16, body: &str| match status_error("p", status, None, body) {
+        ModelError::ContextOverflow {
+            prompt_tokens,
+            context_tokens,
+            ..
+        } => Some((prompt_tokens, context_tokens)),
+        _ => None,
+    };
+    let openai = r#"{"error": {"message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens. Please reduce the length of the messages.", "type": "invalid_request_error", "param": "messages", "code": "context_length_exceeded"}}"#;
+    assert_eq!(sizes(400, openai), Some((Some(130512), Some(128000))));
+    let anthropic = r#"{"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 208310 tokens > 200000 maximum"}}"#;
+    assert_eq!(sizes(400, anthropic), Some((Some(208310), Some(200000))));
+    let older_llama = r#"{"error": {"code": 400, "message": "the request exceeds the available context size, try increasing it", "type": "exceed_context_size_error"}}"#;
+    assert_eq!(sizes(400, older_llama), Some((None, None)));
+    // Other bad requests, and the same words with a server error, stay what they were.
+    assert_eq!(
+        sizes(400, r#"{"error": {"message": "bad tool schema"}}"#),
+        None
+    );
+    assert_eq!(sizes(500, anthropic), None);
+}

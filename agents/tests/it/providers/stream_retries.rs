@@ -96,7 +96,7 @@ async fn anthropic_invalid_request_event_is_not_retried() {
         .await
         .unwrap_err();
     assert!(
-        matches!(e, ModelError::BadRequest { status: 400, ref message, .. } if message == "prompt is too long"),
+        matches!(e, ModelError::ContextOverflow { ref message, .. } if message == "prompt is too long"),
         "{e:?}"
     );
     assert_eq!(requests(&server).await, 1);
@@ -219,7 +219,7 @@ async fn openai_in_stream_invalid_request_error_is_not_retried() {
         .await
         .unwrap_err();
     assert!(
-        matches!(e, ModelError::BadRequest { status: 400, ref message, .. } if message == "context too long"),
+        matches!(e, ModelError::ContextOverflow { ref message, .. } if message == "context too long"),
         "{e:?}"
     );
     assert_eq!(requests(&server).await, 1);

@@ -87,13 +87,14 @@ async fn tools_read_the_workflow_channel() {
     assert_eq!(structure.input_schema()["type"], json!("object"));
 
     let ctx = |v: Value| ToolContext::detached(StateView::from_object(json!({"workflow": v})));
-    // null: an empty workflow, valid
+    // null: an empty workflow, which has nothing to run
     let out = structure
         .call(json!({}), &ctx(Value::Null))
         .await
         .expect("runs");
     let text = out.content.as_str().unwrap_or_default().to_string();
-    assert!(text.contains("status=\"valid\""), "{text}");
+    assert!(text.contains("status=\"invalid\""), "{text}");
+    assert!(text.contains("code=\"EMPTY_WORKFLOW\""), "{text}");
     assert!(out.writes.is_empty());
 
     let w = wf(

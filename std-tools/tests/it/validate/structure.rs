@@ -8,11 +8,27 @@ fn no_trigger() {
     assert_eq!(count(&all(&bad), codes::NO_TRIGGER), 1);
     let good = wf(vec![trigger(), set("A")], json!({"Start": main_to("A")}));
     assert_eq!(count(&all(&good), codes::NO_TRIGGER), 0);
-    // a disabled trigger does not count; an empty workflow has nothing to report
+    // a disabled trigger does not count
     let mut t = trigger();
     t["disabled"] = json!(true);
     assert_eq!(count(&all(&wf(vec![t], json!({}))), codes::NO_TRIGGER), 1);
-    assert!(all(&Workflow::default()).is_empty());
+}
+
+#[test]
+fn empty_workflow() {
+    // no nodes, or sticky notes only: one EMPTY_WORKFLOW error and nothing else
+    let sticky = node(
+        "Note",
+        "n8n-nodes-base.stickyNote",
+        1.0,
+        json!({"content": "todo"}),
+    );
+    for w in [Workflow::default(), wf(vec![sticky], json!({}))] {
+        let found = all(&w);
+        let codes: Vec<&str> = found.findings.iter().map(|f| f.code).collect();
+        assert_eq!(codes, ["EMPTY_WORKFLOW"]);
+        assert_eq!(found.findings[0].severity, Severity::Error);
+    }
 }
 
 #[test]

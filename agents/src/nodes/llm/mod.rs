@@ -1,19 +1,24 @@
 //! The `llm` node: one chat-model call per task, streamed into the `messages` stream mode.
 
+mod overflow;
+mod recovery;
+
+pub use overflow::OverflowCompaction;
+
+use super::usage::usage_record;
 use crate::memory::ChatMemory;
 use crate::models::structured::{complete_structured, StructuredError};
 use crate::models::{
-    CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, Pricing, SystemPart, ToolChoice,
-    ToolSpec, Usage,
+    CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, ModelResponse, Pricing,
+    SystemPart, ToolChoice, ToolSpec, Usage,
 };
-use agentgraph_runtime::reducer::{Reducer, ReducerError, Storage};
 use agentgraph_runtime::stable_id;
 use agentgraph_runtime::Mode;
 use agentgraph_runtime::StateView;
 use agentgraph_runtime::Update;
 use agentgraph_runtime::{Node, NodeError, TaskContext};
 use async_trait::async_trait;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 /// Renders a templated, non-cacheable system part from the state on every call.
@@ -43,6 +48,17 @@ pub type ContextFn = Arc<dyn Fn(&StateView) -> Result<String, NodeError> + Send 
 ///   (same id) are not added twice, so a re-run after a crash does not duplicate them.
 /// * With [`LlmNode::max_iterations`], the node fails with `MAX_ITERATIONS` instead of calling
 ///   the model once the conversation holds that many AI messages after the last human one.
+/// * Tool calls are repaired where the intent is unambiguous ([`crate::tools::recover`]): a
+///   tool name in other casing or with other separators, arguments wrapped in a JSON string or
+///   an `arguments` object, calls written as text (the message then keeps the text around them
+///   as content and the whole original text under `recovered_from_text`). Each repair is
+///   logged (`tracing`, target `agentgraph::recover`), emitted as a `custom` event
+///   `{"recovery": "tool_name"|"arguments"|"text_call", "tool", "detail", "node", "call_id",
+///   "title"}` and counted under `recoveries` in the usage record.
+/// * A request larger than the model's context ([`ModelError::ContextOverflow`]) is answered,
+///   unless [`LlmNode::on_overflow`] is `None`, by compacting the conversation (a summary plus
+///   the latest messages, written to the channel with the answer) and calling once more; a
+///   second overflow fails with `MODEL_CONTEXT_OVERFLOW`, saying what is large.
 #[derive(Clone)]
 pub struct LlmNode {
     /// The model.
@@ -71,6 +87,8 @@ pub struct LlmNode {
     pub memory: Option<Arc<dyn ChatMemory>>,
     /// The most AI answers after the last human message.
     pub max_iterations: Option<usize>,
+    /// How a context overflow is handled (`None`: it fails the node).
+    pub on_overflow: Option<OverflowCompaction>,
 }
 
 impl LlmNode {
@@ -90,7 +108,14 @@ impl LlmNode {
             structured: None,
             memory: None,
             max_iterations: None,
+            on_overflow: Some(OverflowCompaction::default()),
         }
+    }
+
+    /// Sets how a context overflow is handled (`None`: fail at once).
+    pub fn on_overflow(mut self, policy: Option<OverflowCompaction>) -> Self {
+        self.on_overflow = policy;
+        self
     }
 
     /// Adds the cost of each call (at these prices) to the usage record.
@@ -201,6 +226,7 @@ fn node_error(model: &str, e: ModelError) -> NodeError {
         ModelError::RateLimited { .. } => "MODEL_RATE_LIMITED",
         ModelError::Server { .. } => "MODEL_SERVER",
         ModelError::BadRequest { .. } => "MODEL_BAD_REQUEST",
+        ModelError::ContextOverflow { .. } => "MODEL_CONTEXT_OVERFLOW",
         ModelError::Network { .. } => "MODEL_NETWORK",
         ModelError::InvalidResponse { .. } => "MODEL_INVALID_RESPONSE",
         ModelError::StreamInterrupted { .. } => "MODEL_STREAM_INTERRUPTED",
@@ -264,8 +290,7 @@ impl LlmNode {
         ctx: &TaskContext,
         req: ModelRequest,
         msg_id: &str,
-    ) -> Result<crate::models::ModelResponse, NodeError> {
-        let model_name = self.model.name();
+    ) -> Result<ModelResponse, ModelError> {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<ModelEvent>();
         let on_event: Option<Arc<dyn Fn(ModelEvent) + Send + Sync>> =
             if ctx.streaming(Mode::Messages) {
@@ -293,35 +318,148 @@ impl LlmNode {
             }
         };
         let (result, ()) = tokio::join!(call, forward);
-        result.map_err(|e| node_error(&model_name, e))
+        result
     }
 
-    fn usage_write(&self, ctx: &TaskContext, usage: &Usage) -> Value {
-        usage_record(ctx, usage, 1, self.pricing.as_ref())
+    /// One answer to `req`: a message, or a structured value.
+    async fn attempt(
+        &self,
+        ctx: &TaskContext,
+        req: &ModelRequest,
+        msg_id: &str,
+    ) -> Result<Answer, Failure> {
+        let Some((schema, _)) = &self.structured else {
+            return Ok(Answer::Message(
+                self.call_streaming(ctx, req.clone(), msg_id)
+                    .await
+                    .map_err(Failure::Model)?,
+            ));
+        };
+        let call_ctx = CallContext::for_task(ctx);
+        match complete_structured(self.model.as_ref(), req, schema, &call_ctx).await {
+            Ok(out) => Ok(Answer::Structured {
+                value: out.value,
+                usage: out.usage,
+            }),
+            Err(StructuredError::Model(e)) => Err(Failure::Model(e)),
+            Err(e @ StructuredError::Invalid { .. }) => Err(Failure::Node(
+                NodeError::fatal(format!("model {}: {e}", self.model.name()))
+                    .with_code("STRUCTURED_OUTPUT_INVALID"),
+            )),
+        }
+    }
+
+    /// Remembers a final answer with the human message it answers (those not remembered yet).
+    async fn remember(
+        &self,
+        ctx: &TaskContext,
+        memory: &dyn ChatMemory,
+        session: &str,
+        remembered: &[Value],
+        answer: &Value,
+    ) -> Result<(), NodeError> {
+        let known: std::collections::HashSet<&str> = remembered
+            .iter()
+            .filter_map(|m| m.get("id").and_then(Value::as_str))
+            .collect();
+        let question = ctx
+            .state()
+            .list(&self.messages_channel)
+            .iter()
+            .rev()
+            .find(|m| kind(m) == "human")
+            .cloned();
+        let new: Vec<Value> = question
+            .into_iter()
+            .chain(std::iter::once(answer.clone()))
+            .filter(|m| {
+                m.get("id")
+                    .and_then(Value::as_str)
+                    .is_none_or(|id| !known.contains(id))
+            })
+            .collect();
+        memory.append(session, &new).await.map_err(memory_error)
+    }
+
+    fn failure(&self, f: Failure) -> NodeError {
+        match f {
+            Failure::Model(e) => node_error(&self.model.name(), e),
+            Failure::Node(e) => e,
+        }
+    }
+
+    /// Answers `req`; after a context overflow, compacts the conversation and answers the
+    /// smaller request once more (`remembered`: the memory's messages, sent first).
+    async fn answer(
+        &self,
+        ctx: &TaskContext,
+        mut req: ModelRequest,
+        remembered: &[Value],
+        msg_id: &str,
+    ) -> Result<(Answer, Option<overflow::Compacted>), NodeError> {
+        let cause = match self.attempt(ctx, &req, msg_id).await {
+            Ok(answer) => return Ok((answer, None)),
+            Err(Failure::Model(e @ ModelError::ContextOverflow { .. })) => e,
+            Err(other) => return Err(self.failure(other)),
+        };
+        let Some(policy) = &self.on_overflow else {
+            return Err(node_error(&self.model.name(), cause));
+        };
+        let compacted = overflow::compact(self, policy, ctx, &cause).await?;
+        tracing::warn!(
+            target: "agentgraph::recover",
+            node = ctx.node(),
+            summarized = compacted.compaction.remove.len(),
+            "context overflow: conversation compacted, calling the model again ({cause})"
+        );
+        ctx.emit_custom(compacted.event(ctx.node(), &cause)).await;
+        req.messages = remembered
+            .iter()
+            .cloned()
+            .chain(std::iter::once(
+                compacted.compaction.summary_message.clone(),
+            ))
+            .chain(compacted.compaction.kept.iter().cloned())
+            .collect();
+        match self.attempt(ctx, &req, msg_id).await {
+            Ok(answer) => Ok((answer, Some(compacted))),
+            Err(Failure::Model(e @ ModelError::ContextOverflow { .. })) => {
+                Err(overflow::still_too_large(self, &e, &req))
+            }
+            Err(other) => Err(self.failure(other)),
+        }
     }
 }
 
-/// The usage write of `calls` model calls made by the task: `{"total": u, "nodes": {<node>:
-/// u}, "runs": {<run id>: u}}`, where `u` is `usage` plus `calls` and, with prices,
-/// `cost_usd` (for a channel with the [`UsageSum`] reducer).
-pub(crate) fn usage_record(
-    ctx: &TaskContext,
-    usage: &Usage,
-    calls: u64,
-    pricing: Option<&Pricing>,
-) -> Value {
-    let mut u = serde_json::to_value(usage).unwrap_or_else(|_| json!({}));
-    u["calls"] = json!(calls);
-    if let Some(p) = pricing {
-        u["cost_usd"] = json!(p.cost(usage));
+/// Adds `n` recovered tool calls to a usage record (total, node and run alike).
+fn add_recoveries(record: &mut Value, n: usize) {
+    let mut add = |u: &mut Value| {
+        if let Some(o) = u.as_object_mut() {
+            o.insert("recoveries".into(), json!(n));
+        }
+    };
+    add(&mut record["total"]);
+    for part in ["nodes", "runs"] {
+        if let Some(map) = record[part].as_object_mut() {
+            map.values_mut().for_each(&mut add);
+        }
     }
-    let mut nodes = Map::new();
-    nodes.insert(ctx.node().to_string(), u.clone());
-    let mut runs = Map::new();
-    if !ctx.run_id().is_empty() {
-        runs.insert(ctx.run_id().to_string(), u.clone());
-    }
-    json!({"total": u, "nodes": nodes, "runs": runs})
+}
+
+/// What one model call gave.
+enum Answer {
+    /// A message (text, tool calls).
+    Message(ModelResponse),
+    /// A structured value.
+    Structured { value: Value, usage: Usage },
+}
+
+/// Why a model call gave nothing.
+enum Failure {
+    /// The model failed.
+    Model(ModelError),
+    /// The answer was unusable.
+    Node(NodeError),
 }
 
 #[async_trait]
@@ -350,127 +488,72 @@ impl Node for LlmNode {
             "ai-{}",
             stable_id(&[&ctx.ns().join("|"), ctx.task_id(), "llm"])
         );
+        let (answer, compacted) = self.answer(&ctx, req, &remembered, &msg_id).await?;
         let mut update = Update::new();
-        let usage = if let Some((schema, channel)) = &self.structured {
-            let call_ctx = CallContext::for_task(&ctx);
-            let out = complete_structured(self.model.as_ref(), &req, schema, &call_ctx)
-                .await
-                .map_err(|e| match e {
-                    StructuredError::Model(e) => node_error(&self.model.name(), e),
-                    e @ StructuredError::Invalid { .. } => {
-                        NodeError::fatal(format!("model {}: {e}", self.model.name()))
-                            .with_code("STRUCTURED_OUTPUT_INVALID")
-                    }
-                })?;
-            update = update.set(channel.clone(), out.value);
-            out.usage
-        } else {
-            let response = self.call_streaming(&ctx, req, &msg_id).await?;
-            let answer = response.to_message(msg_id.clone());
-            if let (Some(memory), true) = (&self.memory, response.tool_calls.is_empty()) {
-                let known: std::collections::HashSet<&str> = remembered
-                    .iter()
-                    .filter_map(|m| m.get("id").and_then(Value::as_str))
-                    .collect();
-                let question = ctx
-                    .state()
-                    .list(&self.messages_channel)
-                    .iter()
-                    .rev()
-                    .find(|m| kind(m) == "human")
-                    .cloned();
-                let new: Vec<Value> = question
-                    .into_iter()
-                    .chain(std::iter::once(answer.clone()))
-                    .filter(|m| {
-                        m.get("id")
-                            .and_then(Value::as_str)
-                            .is_none_or(|id| !known.contains(id))
-                    })
-                    .collect();
-                memory.append(&session, &new).await.map_err(memory_error)?;
+        let mut usage = Usage::default();
+        let mut calls = 1;
+        let mut recoveries = 0;
+        let mut messages_write: Vec<Value> = Vec::new();
+        if let Some(c) = &compacted {
+            usage.add(&c.usage);
+            calls += c.calls;
+            if let Value::Array(items) = c.compaction.messages_write() {
+                messages_write.extend(items);
             }
-            update = update.set(self.messages_channel.clone(), answer);
-            response.usage
-        };
+            if let Some(ch) = self
+                .on_overflow
+                .as_ref()
+                .and_then(|p| p.summary_channel.as_ref())
+            {
+                update = update.set(ch.clone(), Value::String(c.compaction.summary.clone()));
+            }
+        }
+        match answer {
+            Answer::Structured { value, usage: u } => {
+                if let Some((_, channel)) = &self.structured {
+                    update = update.set(channel.clone(), value);
+                }
+                usage.add(&u);
+            }
+            Answer::Message(mut response) => {
+                let recovered =
+                    recovery::recover_calls(&mut response, &self.tools, &self.tool_choice, &msg_id);
+                recoveries = recovered.repairs.len();
+                for (r, call_id) in &recovered.repairs {
+                    tracing::info!(
+                        target: "agentgraph::recover",
+                        node = ctx.node(),
+                        kind = r.kind(),
+                        tool = r.tool(),
+                        call_id = call_id.as_str(),
+                        "recovered tool call: {r}"
+                    );
+                    ctx.emit_custom(r.event(ctx.node(), call_id)).await;
+                }
+                let answer = recovery::mark(response.to_message(msg_id.clone()), &recovered);
+                if let (Some(memory), true) = (&self.memory, response.tool_calls.is_empty()) {
+                    self.remember(&ctx, memory.as_ref(), &session, &remembered, &answer)
+                        .await?;
+                }
+                messages_write.push(answer);
+                usage.add(&response.usage);
+            }
+        }
+        if !messages_write.is_empty() {
+            let write = if compacted.is_some() {
+                Value::Array(messages_write)
+            } else {
+                messages_write.remove(0)
+            };
+            update = update.set(self.messages_channel.clone(), write);
+        }
         if let Some(channel) = &self.usage_channel {
-            update = update.set(channel.clone(), self.usage_write(&ctx, &usage));
+            let mut record = usage_record(&ctx, &usage, calls, self.pricing.as_ref());
+            if recoveries > 0 {
+                add_recoveries(&mut record, recoveries);
+            }
+            update = update.set(channel.clone(), record);
         }
         Ok(update)
-    }
-}
-
-/// A reducer that adds objects of counters: numbers at the same path are summed, nested
-/// objects are merged the same way, anything else is replaced. Use it for the usage channel of
-/// [`LlmNode`] (type `json`).
-pub struct UsageSum;
-
-fn add_into(current: &mut Value, write: Value) {
-    match (current, write) {
-        (Value::Object(cur), Value::Object(new)) => {
-            for (k, v) in new {
-                match cur.get_mut(&k) {
-                    Some(slot) => add_into(slot, v),
-                    None => {
-                        cur.insert(k, v);
-                    }
-                }
-            }
-        }
-        (cur @ Value::Number(_), Value::Number(n)) => {
-            let sum = match (cur.as_u64(), n.as_u64()) {
-                (Some(a), Some(b)) => json!(a.saturating_add(b)),
-                _ => json!(cur.as_f64().unwrap_or(0.0) + n.as_f64().unwrap_or(0.0)),
-            };
-            *cur = sum;
-        }
-        (cur, new) => *cur = new,
-    }
-}
-
-impl Reducer for UsageSum {
-    fn name(&self) -> &str {
-        "usage_sum"
-    }
-    fn storage(&self) -> Storage {
-        Storage::Value
-    }
-    fn apply(&self, current: &mut Option<Value>, write: Value) -> Result<(), ReducerError> {
-        if !write.is_object() {
-            return Err(ReducerError(format!(
-                "usage_sum needs an object of counters, got {write}"
-            )));
-        }
-        match current {
-            Some(cur) if cur.is_object() => add_into(cur, write),
-            _ => *current = Some(write),
-        }
-        Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn usage_sum_adds_nested_counters() {
-        let mut cur = None;
-        let r = UsageSum;
-        r.apply(
-            &mut cur,
-            json!({"total": {"a": 1}, "nodes": {"x": {"a": 1}}}),
-        )
-        .unwrap();
-        r.apply(
-            &mut cur,
-            json!({"total": {"a": 2}, "nodes": {"y": {"a": 2}}}),
-        )
-        .unwrap();
-        assert_eq!(
-            cur,
-            Some(json!({"total": {"a": 3}, "nodes": {"x": {"a": 1}, "y": {"a": 2}}}))
-        );
-        assert!(r.apply(&mut cur, json!(3)).is_err());
     }
 }

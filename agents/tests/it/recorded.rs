@@ -1,0 +1,449 @@
+//! Real answers of a small local model (`tests/fixtures/recorded/`, see its README), replayed
+//! from a loopback server through the OpenAI provider into the `llm` and `tool_executor`
+//! nodes: calls written as text, a tool name in other casing, arguments as a JSON string, a
+//! repeated failing call and a context overflow.
+
+use crate::common::*;
+use agentgraph_agents::models::openai::OpenAiModel;
+use agentgraph_agents::models::{CallContext, ChatModel, ModelError, ModelRequest, ToolSpec};
+use agentgraph_agents::nodes::{LlmNode, OverflowCompaction, ToolExecutorNode, UsageSum};
+use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
+use agentgraph_runtime::*;
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/recorded");
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!("{DIR}/{name}"))
+        .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+fn request(name: &str) -> Value {
+    serde_json::from_str(&fixture(&format!("{name}.request.json"))).expect("request JSON")
+}
+
+/// The tools the recorded request offered.
+fn specs(req: &Value) -> Vec<ToolSpec> {
+    req["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .map(|t| ToolSpec {
+            name: t["function"]["name"].as_str().expect("name").into(),
+            description: t["function"]["description"].as_str().unwrap_or("").into(),
+            input_schema: t["function"]["parameters"].clone(),
+        })
+        .collect()
+}
+
+/// The recorded request's system prompt and its other messages as runtime messages.
+fn conversation(req: &Value) -> (String, Vec<Value>) {
+    let mut system = String::new();
+    let mut out = Vec::new();
+    for (i, m) in req["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .enumerate()
+    {
+        let id = format!("m{i}");
+        let text = m["content"].as_str().unwrap_or("");
+        match m["role"].as_str() {
+            Some("system") => system = text.to_string(),
+            Some("user") => out.push(json!({"type": "human", "id": id, "content": text})),
+            Some("assistant") => {
+                let calls: Vec<Value> = m["tool_calls"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let args: Value = serde_json::from_str(
+                            c["function"]["arguments"].as_str().unwrap_or("{}"),
+                        )
+                        .expect("recorded arguments are JSON");
+                        json!({"id": c["id"], "name": c["function"]["name"], "args": args})
+                    })
+                    .collect();
+                let mut ai = json!({"type": "ai", "id": id, "content": text});
+                if !calls.is_empty() {
+                    ai["tool_calls"] = json!(calls);
+                }
+                out.push(ai);
+            }
+            Some("tool") => {
+                let content: Value = serde_json::from_str(text).unwrap_or(json!(text));
+                let mut t = json!({"type": "tool", "id": id, "tool_call_id": m["tool_call_id"],
+                    "name": "connect_nodes", "content": content});
+                if content.get("error").is_some() {
+                    t["status"] = json!("error");
+                }
+                out.push(t);
+            }
+            other => panic!("unexpected role {other:?}"),
+        }
+    }
+    (system, out)
+}
+
+fn model(server: &MockServer) -> Arc<dyn ChatModel> {
+    let retry = RetryPolicy {
+        initial_interval: Duration::from_millis(1),
+        max_interval: Duration::from_millis(10),
+        ..RetryPolicy::default()
+    };
+    Arc::new(
+        OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
+            .expect("client")
+            .with_base_url(format!("{}/v1", server.uri()))
+            .with_retry_policy(retry)
+            .expect("retry policy"),
+    )
+}
+
+/// Serves `body` once, after the responses mounted before it.
+async fn serve_once(server: &MockServer, status: u16, body: String, content_type: &str) {
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(status).set_body_raw(body, content_type))
+        .up_to_n_times(1)
+        .mount(server)
+        .await;
+}
+
+/// A streamed text answer in the OpenAI format (for the calls that follow a recorded one).
+fn text_stream(text: &str) -> String {
+    let chunks = [
+        json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+    ];
+    let mut s: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    s.push_str("data: [DONE]\n\n");
+    s
+}
+
+fn graph(agent: LlmNode, tools: Option<ToolExecutorNode>) -> CompiledGraph {
+    let mut g = GraphBuilder::new("g")
+        .channel(message_list("messages"))
+        .channel(ChannelSpec::new("summary", ValueType::Json))
+        .channel(ChannelSpec::new("repeats", ValueType::Json))
+        .channel(ChannelSpec::new("usage", ValueType::Json).reducer(Arc::new(UsageSum)))
+        .node("agent", Arc::new(agent));
+    g = match tools {
+        Some(t) => g
+            .node("tools", Arc::new(t))
+            .chain(&[START, "agent", "tools", END]),
+        None => g.chain(&[START, "agent", END]),
+    };
+    g.compile().expect("graph").with_checkpointer(memory())
+}
+
+/// Runs `g` on `messages`; the final state and the custom events.
+async fn run(g: &CompiledGraph, messages: Vec<Value>) -> (Result<RunOutput, RunError>, Vec<Value>) {
+    let (events, out) = g
+        .stream(
+            values(json!({ "messages": messages })),
+            RunConfig::thread("t"),
+        )
+        .collect()
+        .await;
+    let custom = events
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Custom(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    (out, custom)
+}
+
+/// The recorded request replayed through an `llm` node offering its tools; the AI message it
+/// wrote and the recoveries reported.
+async fn replay_answer(name: &str) -> (Value, Vec<Value>, Value) {
+    let server = MockServer::start().await;
+    serve_once(
+        &server,
+        200,
+        fixture(&format!("{name}.sse")),
+        "text/event-stream",
+    )
+    .await;
+    let req = request(name);
+    let (system, messages) = conversation(&req);
+    let agent = LlmNode::new(model(&server))
+        .system(system)
+        .tools(specs(&req))
+        .usage_channel("usage");
+    let (out, events) = run(&graph(agent, None), messages).await;
+    let out = out.expect("run");
+    let ai = out.values["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .expect("an answer");
+    let recoveries = events
+        .into_iter()
+        .filter(|e| e.get("recovery").is_some())
+        .collect();
+    (ai, recoveries, out.values["usage"].clone())
+}
+
+fn kinds(events: &[Value]) -> Vec<&str> {
+    events
+        .iter()
+        .map(|e| e["recovery"].as_str().unwrap_or(""))
+        .collect()
+}
+
+const PREPARE: &str = "n8n-nodes-base.set";
+
+#[tokio::test]
+async fn a_call_written_as_text_becomes_a_real_call() {
+    let (ai, recoveries, usage) = replay_answer("text_call").await;
+    let calls = ai["tool_calls"].as_array().expect("tool calls");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["name"], "add_nodes");
+    assert_eq!(
+        calls[0]["args"],
+        json!({"nodeType": PREPARE, "name": "Prepare",
+               "connectionParametersReasoning": "static connections", "connectionParameters": {}})
+    );
+    assert!(calls[0]["id"]
+        .as_str()
+        .is_some_and(|id| id.starts_with("call_")));
+    // The call text is not content any more; it is kept aside.
+    assert_eq!(ai["content"], "");
+    let original = ai["recovered_from_text"].as_str().expect("original text");
+    assert!(
+        original.starts_with("[tool_call]{\"name\": \"add_nodes\""),
+        "{original}"
+    );
+    assert_eq!(kinds(&recoveries), ["text_call"]);
+    assert_eq!(recoveries[0]["detail"], "tag:[tool_call]");
+    assert_eq!(usage["total"]["recoveries"], 1);
+    assert_eq!(usage["nodes"]["agent"]["recoveries"], 1);
+}
+
+#[tokio::test]
+async fn a_text_call_naming_the_tool_in_other_casing_goes_to_the_tool() {
+    let (ai, recoveries, _) = replay_answer("text_call_casing").await;
+    assert_eq!(ai["tool_calls"][0]["name"], "add_nodes");
+    assert_eq!(ai["tool_calls"][0]["args"]["name"], "Prepare");
+    assert_eq!(kinds(&recoveries), ["text_call"]);
+    assert_eq!(recoveries[0]["tool"], "add_nodes");
+    assert!(ai["recovered_from_text"]
+        .as_str()
+        .is_some_and(|t| t.contains("\"AddNodes\"")));
+}
+
+#[tokio::test]
+async fn arguments_given_as_a_json_string_are_unwrapped() {
+    let (ai, recoveries, _) = replay_answer("text_call_string_args").await;
+    assert_eq!(
+        ai["tool_calls"][0]["args"],
+        json!({"nodeType": PREPARE, "name": "Prepare",
+               "connectionParametersReasoning": "static connections", "connectionParameters": {}})
+    );
+    assert_eq!(kinds(&recoveries), ["text_call", "arguments"]);
+    assert_eq!(recoveries[1]["detail"], "json_string");
+}
+
+/// `connect_nodes` as it answers while the workflow has no nodes.
+struct NoNodesYet;
+
+#[async_trait]
+impl Tool for NoNodesYet {
+    fn name(&self) -> &str {
+        "connect_nodes"
+    }
+    fn description(&self) -> &str {
+        "Connect two nodes."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "required": ["sourceNodeId", "targetNodeId"]})
+    }
+    async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        Err(ToolError::new(
+            "NODE_NOT_FOUND",
+            format!(
+                "sourceNodeId \"{}\" matches no node id or name in the workflow; the workflow \
+                 has no nodes yet. Use the id returned by add_nodes.",
+                args["sourceNodeId"].as_str().unwrap_or("")
+            ),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn the_recorded_repeat_of_a_failing_call_is_answered_as_a_repeat() {
+    let server = MockServer::start().await;
+    serve_once(
+        &server,
+        200,
+        fixture("repeat_failing.sse"),
+        "text/event-stream",
+    )
+    .await;
+    let req = request("repeat_failing");
+    let (system, messages) = conversation(&req);
+    let agent = LlmNode::new(model(&server))
+        .system(system)
+        .tools(specs(&req));
+    let tools =
+        ToolExecutorNode::new([Arc::new(NoNodesYet) as Arc<dyn Tool>]).repeats_channel("repeats");
+    let (out, events) = run(&graph(agent, Some(tools)), messages).await;
+    let out = out.expect("run");
+    let messages = out.values["messages"].as_array().expect("messages");
+    let ai = &messages[messages.len() - 2];
+    // The model made the very call that had failed.
+    assert_eq!(
+        ai["tool_calls"][0]["args"],
+        json!({"sourceNodeId": "Start", "targetNodeId": "Prepare"})
+    );
+    let answer = &messages[messages.len() - 1];
+    assert_eq!(answer["status"], "error");
+    let error = &answer["content"]["error"];
+    assert_eq!(error["code"], "REPEATED_CALL");
+    assert_eq!(error["repeats"], 2);
+    assert_eq!(error["repeated"]["code"], "NODE_NOT_FOUND");
+    let message = error["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("has now failed 2 times in a row"),
+        "{message}"
+    );
+    assert!(message.contains("change the arguments"), "{message}");
+    assert_eq!(out.values["repeats"], 2);
+    assert!(events
+        .iter()
+        .any(|e| e["status"] == "error" && e["repeats"] == 2));
+}
+
+#[tokio::test]
+async fn the_recorded_overflow_is_a_typed_error_with_the_sizes() {
+    let server = MockServer::start().await;
+    serve_once(&server, 400, fixture("overflow.json"), "application/json").await;
+    let req = ModelRequest {
+        messages: vec![json!({"type": "human", "id": "h", "content": "Summarize: …"})],
+        ..Default::default()
+    };
+    let err = model(&server)
+        .complete(&req, &CallContext::default())
+        .await
+        .expect_err("overflow");
+    match err {
+        ModelError::ContextOverflow {
+            prompt_tokens,
+            context_tokens,
+            ref message,
+            ..
+        } => {
+            assert_eq!((prompt_tokens, context_tokens), (Some(27356), Some(16384)));
+            assert!(
+                message.contains("exceeds the available context size"),
+                "{message}"
+            );
+        }
+        other => panic!("expected a context overflow, got {other:?}"),
+    }
+    // Not retried: one request.
+    assert_eq!(server.received_requests().await.map(|r| r.len()), Some(1));
+}
+
+fn long_conversation() -> Vec<Value> {
+    let mut m = Vec::new();
+    for i in 0..6 {
+        m.push(json!({"type": "human", "id": format!("h{i}"), "content": format!("question {i}")}));
+        m.push(json!({"type": "ai", "id": format!("a{i}"), "content": format!("answer {i}")}));
+    }
+    m.push(json!({"type": "human", "id": "last", "content": "and now?"}));
+    m
+}
+
+#[tokio::test]
+async fn an_overflow_compacts_the_conversation_and_calls_once_more() {
+    let server = MockServer::start().await;
+    serve_once(&server, 400, fixture("overflow.json"), "application/json").await;
+    serve_once(
+        &server,
+        200,
+        text_stream("The user asked six questions."),
+        "text/event-stream",
+    )
+    .await;
+    serve_once(
+        &server,
+        200,
+        text_stream("Here it is."),
+        "text/event-stream",
+    )
+    .await;
+    let policy = OverflowCompaction {
+        keep_last: 2,
+        summary_channel: Some("summary".into()),
+        ..OverflowCompaction::default()
+    };
+    let agent = LlmNode::new(model(&server))
+        .on_overflow(Some(policy))
+        .usage_channel("usage");
+    let (out, events) = run(&graph(agent, None), long_conversation()).await;
+    let out = out.expect("run");
+    let messages = out.values["messages"].as_array().expect("messages");
+    let ids: Vec<&str> = messages.iter().filter_map(|m| m["id"].as_str()).collect();
+    // The summary, the last two messages kept, then the answer.
+    assert_eq!(&ids[..3], ["conversation_summary", "a5", "last"]);
+    assert_eq!(messages.len(), 4);
+    assert_eq!(messages[3]["content"], "Here it is.");
+    assert_eq!(out.values["summary"], "The user asked six questions.");
+    assert_eq!(out.values["usage"]["total"]["calls"], 2);
+    assert!(events
+        .iter()
+        .any(|e| e["compaction"] == "context_overflow" && e["summarized"] == 11));
+    // The retry sent the summary and the kept messages only.
+    let requests = server.received_requests().await.unwrap_or_default();
+    assert_eq!(requests.len(), 3);
+    let retry: Value = serde_json::from_slice(&requests[2].body).expect("JSON body");
+    let sent: Vec<&str> = retry["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(sent.len(), 3, "{sent:?}");
+    assert!(sent[0].contains("The user asked six questions."));
+    assert_eq!(&sent[1..], ["answer 5", "and now?"]);
+}
+
+#[tokio::test]
+async fn a_second_overflow_fails_with_a_clear_error() {
+    let server = MockServer::start().await;
+    serve_once(&server, 400, fixture("overflow.json"), "application/json").await;
+    serve_once(&server, 200, text_stream("A summary."), "text/event-stream").await;
+    serve_once(&server, 400, fixture("overflow.json"), "application/json").await;
+    let (out, _) = run(
+        &graph(LlmNode::new(model(&server)), None),
+        long_conversation(),
+    )
+    .await;
+    let err = out.expect_err("still too large").to_string();
+    assert!(
+        err.contains("even after compacting the conversation"),
+        "{err}"
+    );
+    assert!(err.contains("system prompt ~"), "{err}");
+    // Without compaction the first overflow fails the node.
+    let server = MockServer::start().await;
+    serve_once(&server, 400, fixture("overflow.json"), "application/json").await;
+    let agent = LlmNode::new(model(&server)).on_overflow(None);
+    let (out, _) = run(&graph(agent, None), long_conversation()).await;
+    let err = out.expect_err("overflow").to_string();
+    assert!(
+        err.contains(
+            "larger than the openai model's context (27356 tokens for a context of 16384)"
+        ),
+        "{err}"
+    );
+}

@@ -1,0 +1,126 @@
+//! A real answer of a small local model (`tests/fixtures/recorded/`; how it was recorded:
+//! `agents/tests/fixtures/recorded/README.md`) that adds two nodes and connects them in one
+//! batch, replayed from a loopback server through `llm` → `tool_executor` → `apply_operations`
+//! with the real builder tools: the connect sees the nodes its batch adds.
+
+use agentgraph_agents::models::openai::OpenAiModel;
+use agentgraph_agents::models::ToolSpec;
+use agentgraph_agents::nodes::{LlmNode, ToolExecutorNode};
+use agentgraph_agents::tools::Tool;
+use agentgraph_runtime::*;
+use agentgraph_std_tools::builder::{AddNodes, ConnectNodes};
+use agentgraph_std_tools::catalogue::Catalogue;
+use agentgraph_std_tools::operations::{reducer, ApplyOperationsNode};
+use agentgraph_std_tools::workflow::Workflow;
+use agentgraph_test_support::graphs::{memory, message_list, values};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/recorded");
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!("{DIR}/{name}"))
+        .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+#[tokio::test]
+async fn a_connect_in_the_batch_that_adds_its_nodes_succeeds() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(fixture("parallel_add_connect.sse"), "text/event-stream"),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    let req: Value =
+        serde_json::from_str(&fixture("parallel_add_connect.request.json")).expect("request");
+    let catalogue = Arc::new(Catalogue::builtin().expect("built-in catalogue"));
+    let tools: Vec<Arc<dyn Tool>> = vec![
+        Arc::new(AddNodes::new(catalogue.clone())),
+        Arc::new(ConnectNodes::new(catalogue.clone())),
+    ];
+    // The tools offered are the ones the recorded request offered.
+    let recorded: Vec<&str> = req["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
+    let offered: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(recorded, offered);
+    let model = OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
+        .expect("client")
+        .with_base_url(format!("{}/v1", server.uri()));
+    let system = req["messages"][0]["content"].as_str().unwrap_or("");
+    let user = req["messages"][1]["content"].as_str().unwrap_or("");
+    let agent = LlmNode::new(Arc::new(model)).system(system).tools(specs);
+    let g = GraphBuilder::new("batch")
+        .channel(message_list("messages"))
+        .channel(ChannelSpec::new("workflow", ValueType::Json))
+        .channel(ChannelSpec::new("operations", ValueType::Json).reducer(reducer()))
+        .node("agent", Arc::new(agent))
+        .node("tools", Arc::new(ToolExecutorNode::new(tools)))
+        .node(
+            "apply",
+            Arc::new(ApplyOperationsNode::new().with_messages("messages")),
+        )
+        .chain(&[START, "agent", "tools", "apply", END])
+        .compile()
+        .expect("graph")
+        .with_checkpointer(memory());
+    let input = json!({"messages": [{"type": "human", "id": "h", "content": user}]});
+    let out = g
+        .invoke(values(input), RunConfig::thread("t"))
+        .await
+        .expect("run");
+    let messages = out.values["messages"].as_array().expect("messages");
+    let ai = &messages[1];
+    let called: Vec<&str> = ai["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(called, ["add_nodes", "add_nodes", "connect_nodes"]);
+    for m in &messages[2..] {
+        assert!(m.get("status").is_none(), "a call failed: {m}");
+    }
+    let connected = messages[4]["content"].as_str().unwrap_or("");
+    assert!(
+        connected.starts_with("Connected \"Start\" to \"Prepare\" via main"),
+        "{connected}"
+    );
+    let wf = Workflow::from_value_ref(&out.values["workflow"]).expect("workflow");
+    let mut nodes: Vec<(&str, &str)> = wf
+        .nodes
+        .iter()
+        .map(|n| (n.name.as_str(), n.node_type.as_str()))
+        .collect();
+    nodes.sort();
+    assert_eq!(
+        nodes,
+        [
+            ("Prepare", "n8n-nodes-base.set"),
+            ("Start", "n8n-nodes-base.manualTrigger")
+        ]
+    );
+    let edges: Vec<(String, String, String)> = wf
+        .edges()
+        .into_iter()
+        .map(|e| (e.source, e.kind, e.target.node))
+        .collect();
+    assert_eq!(
+        edges,
+        [(
+            "Start".to_string(),
+            "main".to_string(),
+            "Prepare".to_string()
+        )]
+    );
+}
