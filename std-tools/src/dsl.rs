@@ -59,7 +59,7 @@ pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
             max: 2,
             returns: agentgraph_dsl::types::Ty::String,
             doc: "workflow_name(answer, request): the naming model's answer when it is a usable \
-                  name (one line, at most 60 characters, not the request), else a short name \
+                  name (one line, at most 60 characters and 8 words, not the request), else a short name \
                   derived from the request"
                 .into(),
             call: Arc::new(|args| {

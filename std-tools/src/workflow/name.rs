@@ -8,6 +8,9 @@
 /// The longest name kept from the model, in characters.
 pub const MAX_NAME_CHARS: usize = 60;
 
+/// The most words kept from the model (it is asked for 2 to 6).
+pub const MAX_NAME_WORDS: usize = 8;
+
 /// The name used when neither the answer nor the request gives one.
 pub const DEFAULT_NAME: &str = "New Workflow";
 
@@ -23,7 +26,8 @@ const FILLER: &[&str] = &[
 const DERIVED_WORDS: usize = 4;
 
 /// The workflow's name: `answer` trimmed of spaces and quotes when it is usable (one line, at
-/// most [`MAX_NAME_CHARS`] characters, not the request itself), else a name derived from
+/// most [`MAX_NAME_CHARS`] characters and [`MAX_NAME_WORDS`] words, not the request itself),
+/// else a name derived from
 /// `request`: its first few meaningful words in Title Case, or [`DEFAULT_NAME`].
 pub fn workflow_name(answer: Option<&str>, request: &str) -> String {
     if let Some(name) = answer.and_then(|a| usable(a, request)) {
@@ -46,6 +50,7 @@ fn usable(answer: &str, request: &str) -> Option<String> {
     let ok = !trimmed.is_empty()
         && !trimmed.contains(['\n', '\r'])
         && trimmed.chars().count() <= MAX_NAME_CHARS
+        && trimmed.split_whitespace().count() <= MAX_NAME_WORDS
         && squash(trimmed) != squash(request);
     ok.then(|| trimmed.to_string())
 }
@@ -102,7 +107,16 @@ mod tests {
         let from_request = "Morning 7 Get Weather";
         let report = "The weather in Berlin today is mostly sunny with a high of 21 degrees \
                       and a light breeze from the west; tomorrow brings clouds.";
-        for bad in [report, REQUEST, "Weather\nEmail", "", "   ", "\"\""] {
+        let sentence = "Get the forecast for Berlin and mail it at 7";
+        for bad in [
+            report,
+            REQUEST,
+            sentence,
+            "Weather\nEmail",
+            "",
+            "   ",
+            "\"\"",
+        ] {
             assert_eq!(workflow_name(Some(bad), REQUEST), from_request, "{bad:?}");
         }
         assert_eq!(workflow_name(None, REQUEST), from_request);
