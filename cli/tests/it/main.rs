@@ -15,6 +15,7 @@ mod demo_session;
 mod n8n_deploy;
 mod n8n_scenarios;
 mod react_agent;
+mod recorded;
 mod serve_postgres;
 mod serve_signals;
 mod snapshots;
