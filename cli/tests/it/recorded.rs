@@ -132,6 +132,26 @@ async fn a_prose_answer_on_an_empty_workflow_is_retried_then_reported_as_not_bui
         assert_eq!(r["max_tokens"], 4096, "agent call {i}");
         assert_eq!(r["temperature"], 0.2, "agent call {i}");
     }
+    // The workflow context comes after the conversation: the system prompt is byte-identical
+    // from call to call, and each call's messages before the context are a prefix of the
+    // next call's (what a server's prompt cache reuses).
+    for pair in agent.windows(2) {
+        assert_eq!(system(pair[0]), system(pair[1]));
+        let (a, b) = (
+            pair[0]["messages"].as_array().unwrap(),
+            pair[1]["messages"].as_array().unwrap(),
+        );
+        assert!(a.len() < b.len());
+        assert_eq!(a[..a.len() - 1], b[..a.len() - 1]);
+    }
+    for r in &agent {
+        let last = r["messages"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(last["role"], "user");
+        let text = last["content"].as_str().unwrap();
+        assert!(text.starts_with("# Current context"), "{text:.200}");
+        assert!(text.contains("<current_workflow_json>"));
+        assert!(!system(r).contains("<current_workflow_json>\n{"));
+    }
     // The example the model copied is gone from the prompt: none of the node names it wrote
     // in bold appears in the system prompt any more.
     for name in bold(&text) {
