@@ -129,7 +129,7 @@ async fn a_prose_answer_on_an_empty_workflow_is_retried_then_reported_as_not_bui
     for (i, r) in agent.iter().enumerate() {
         // Every call on the empty workflow follows a human message: a tool call is required.
         assert_eq!(r["tool_choice"], "required", "agent call {i}");
-        assert_eq!(r["max_tokens"], 4096, "agent call {i}");
+        assert_eq!(r["max_tokens"], 3072, "agent call {i}");
         assert_eq!(r["temperature"], 0.2, "agent call {i}");
     }
     // The workflow context comes after the conversation: the system prompt is byte-identical
