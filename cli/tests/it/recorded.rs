@@ -53,6 +53,21 @@ fn final_state(o: &Output) -> Value {
     crate::scenario::final_state(o, "the recorded run")
 }
 
+/// The thread's whole state as `agentgraph state` prints it (every channel, not only the
+/// graph's output ones).
+fn stored_state(graph: &Path, db: &Path) -> Value {
+    let o = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+        .arg("--db")
+        .arg(db)
+        .args(["state", "--json", "--thread", "rec"])
+        .arg(graph)
+        .env("AGENTGRAPH_PROVIDER", "scripted")
+        .output()
+        .expect("the agentgraph binary runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    serde_json::from_slice(&o.stdout).expect("state --json prints JSON")
+}
+
 fn shipped(file: &str) -> PathBuf {
     root().join("graphs/workflow-builder").join(file)
 }
@@ -190,4 +205,101 @@ async fn a_name_that_restates_the_request_is_replaced_by_a_short_one() {
     assert_eq!(state["workflow"]["name"], "Morning 7 Get Weather");
     let naming_request = &provider.requests()[0];
     assert_eq!(naming_request["max_tokens"], 200);
+}
+
+const DISCOVERY_RULES: &str = "You are the discovery specialist";
+const SUPERVISOR_RULES: &str = "You are the supervisor";
+const CONFIGURATOR_RULES: &str = "You are the configurator specialist";
+const BUILDER_RULES: &str = "You are the builder specialist";
+const RESPONDER_RULES: &str = "You are the responder";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_multi_agent_run_of_a_small_model_is_routed_bounded_and_explained() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded with these graphs (phase timeouts raised, so the slow server's answers were
+    // not cut): the naming call answered with a weather report; the supervisor sent the empty
+    // workflow to the configurator; discovery then searched, asked for best practices, and
+    // kept fetching the same node details (formTrigger, openWeatherMap) instead of
+    // submitting. Its last two answers are replayed again, as the model kept giving them,
+    // until the phase's budget stops it.
+    let case = "multi-agent-discovery-loop";
+    let (_, naming) = parse_answer(&answer(case, 1));
+    let report: Value = serde_json::from_str(&naming[0].1).unwrap();
+    assert!(report["name"].as_str().unwrap().len() > 60, "{report}");
+    let (_, supervisor) = parse_answer(&answer(case, 2));
+    let route: Value = serde_json::from_str(&supervisor[0].1).unwrap();
+    assert_eq!(route["next"], "configurator");
+    let mut plan = vec![answer(case, 1), answer(case, 2)];
+    let discovery: Vec<Step> = [3, 4, 7, 9, 10, 11, 13, 11, 13, 11]
+        .iter()
+        .map(|n| answer(case, *n))
+        .collect();
+    plan.extend(discovery.iter().cloned());
+    // The responder's answer: a text answer of the same model (recorded in another run).
+    plan.push(answer("single-agent-prose", 2));
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let (out, db) = turn(shipped("multi-agent.ag"), REQUEST, server.uri()).await;
+    let state = final_state(&out);
+    let stored = stored_state(&shipped("multi-agent.ag"), db.path());
+    let requests = provider.requests();
+
+    // The name is the request's first words, not the weather report.
+    assert_eq!(state["workflow"]["name"], "Morning 7 Get Weather");
+    // The empty workflow went to discovery, not to the configurator the supervisor chose.
+    assert_eq!(calls_of(&requests, SUPERVISOR_RULES).len(), 1);
+    assert!(calls_of(&requests, CONFIGURATOR_RULES).is_empty());
+    assert!(calls_of(&requests, BUILDER_RULES).is_empty());
+    // Discovery stopped at its budget (10 answers to its one request), without another call.
+    assert_eq!(
+        calls_of(&requests, DISCOVERY_RULES).len(),
+        discovery.len(),
+        "{requests:#?}"
+    );
+    // The phase's failure is logged for the responder, which answered; nothing was built.
+    let log = stored["values"]["coordination_log"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{stored:#}"));
+    assert_eq!(log[0]["phase"], "discovery", "{log:?}");
+    assert_eq!(log[0]["status"], "error", "{log:?}");
+    assert!(
+        log[0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains("max iterations"),
+        "{log:?}"
+    );
+    assert_eq!(calls_of(&requests, RESPONDER_RULES).len(), 1);
+    assert_eq!(requests.len(), 2 + discovery.len() + 1);
+    assert_eq!(state["workflow"]["nodes"], json!([]));
+    let last = state["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(last["type"], "ai");
+    // Every call was limited: the naming call, the supervisor, the phase, the responder.
+    let limits: Vec<(String, Value)> = requests
+        .iter()
+        .map(|r| {
+            (
+                system(r).chars().take(30).collect(),
+                r["max_tokens"].clone(),
+            )
+        })
+        .collect();
+    for (prefix, max) in &limits {
+        let want = if prefix.starts_with(SUPERVISOR_RULES) {
+            512
+        } else if prefix.starts_with(RESPONDER_RULES) {
+            1024
+        } else if prefix.starts_with("You are the discovery") {
+            3072
+        } else {
+            200
+        };
+        assert_eq!(*max, json!(want), "{prefix}");
+    }
 }
