@@ -303,3 +303,164 @@ async fn a_multi_agent_run_of_a_small_model_is_routed_bounded_and_explained() {
         assert_eq!(*max, json!(want), "{prefix}");
     }
 }
+
+/// A copy of the shipped builder graphs in `dir` whose phases time out after `secs` seconds.
+fn graphs_with_phase_timeout(dir: &Path, secs: u32) -> PathBuf {
+    let from = root().join("graphs/workflow-builder");
+    let to = dir.join("workflow-builder");
+    copy_dir(&from, &to);
+    let multi = to.join("multi-agent.ag");
+    let text = std::fs::read_to_string(&multi).unwrap();
+    assert_eq!(
+        text.matches("timeout: 240s").count(),
+        3,
+        "one timeout per phase"
+    );
+    std::fs::write(
+        &multi,
+        text.replace("timeout: 240s", &format!("timeout: {secs}s")),
+    )
+    .unwrap();
+    multi
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+/// The workflow of the recorded connect request: three unconnected nodes.
+fn three_nodes() -> Value {
+    json!({"name": "Berlin Weather Email", "connections": {}, "nodes": [
+        {"id": "1", "name": "Every Morning", "type": "n8n-nodes-base.scheduleTrigger",
+         "typeVersion": 1.2, "position": [0, 0], "parameters": {}},
+        {"id": "2", "name": "Get Forecast", "type": "n8n-nodes-base.openWeatherMap",
+         "typeVersion": 1, "position": [220, 0], "parameters": {}},
+        {"id": "3", "name": "Send Email", "type": "n8n-nodes-base.gmail",
+         "typeVersion": 2.1, "position": [440, 0], "parameters": {}}]})
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_phase_cut_by_its_timeout_keeps_what_its_tools_did() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded (a real run of these graphs): asked to connect three nodes, the supervisor
+    // chose discovery, which searched and submitted; the builder's first answer connected
+    // the nodes by id, added a Gmail node and an invented type, and validated. Its next call
+    // never answers here, as a slow model's, so the phase is cancelled by its timeout (5 s in
+    // this copy of the graphs). The thread's state must keep what the builder's tools did.
+    let case = "multi-agent-connect";
+    let dir = tempfile::tempdir().unwrap();
+    let graph = graphs_with_phase_timeout(dir.path(), 5);
+    let built = answer(case, 6);
+    let (_, calls) = parse_answer(&built);
+    let connects: Vec<(String, String)> = calls
+        .iter()
+        .filter(|(name, _)| name == "connect_nodes")
+        .map(|(_, args)| {
+            let a: Value = serde_json::from_str(args).unwrap();
+            (
+                a["sourceNodeId"].as_str().unwrap().to_string(),
+                a["targetNodeId"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        connects,
+        [("1".into(), "2".into()), ("2".into(), "3".into())]
+    );
+    let mut plan: Vec<Step> = (1..=6).map(|n| answer(case, n)).collect();
+    plan.push(Step::Hang);
+    // The responder's answer: a text answer of the same model (recorded in another run).
+    plan.push(answer("single-agent-prose", 2));
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let uri = server.uri();
+    let db = tempfile::tempdir().unwrap();
+    let input = json!({
+        "messages": [{"type": "human", "content": "Connect Every Morning to Get Forecast, and Get Forecast to Send Email"}],
+        "workflow": three_nodes(),
+    });
+    let (db_path, graph_path) = (db.path().to_path_buf(), graph.clone());
+    let out = tokio::task::spawn_blocking(move || {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
+        cmd.arg("--db")
+            .arg(&db_path)
+            .arg("run")
+            .arg(&graph_path)
+            .args(["--thread", "rec", "--json", "--input"])
+            .arg(input.to_string());
+        for v in crate::scenario::PROVIDER_VARS {
+            cmd.env_remove(v);
+        }
+        cmd.env("AGENTGRAPH_PROVIDER", "openai")
+            .env("OPENAI_BASE_URL", format!("{uri}/v1"))
+            .env("OPENAI_API_KEY", "local")
+            .env("OPENAI_MODEL", MODEL);
+        if let Some(cat) = catalogue_dir() {
+            cmd.env("AGENTGRAPH_N8N_CATALOGUE", cat);
+        }
+        cmd.output().expect("the agentgraph binary runs")
+    })
+    .await
+    .unwrap();
+    let state = final_state(&out);
+    let stored = stored_state(&graph, db.path());
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 8, "{requests:#?}");
+    assert_eq!(calls_of(&requests, BUILDER_RULES).len(), 2);
+
+    // The run's result and the thread's stored state agree, and hold the connections the
+    // builder made (ids 1 → 2 → 3 of the input) and the Gmail node it added.
+    assert_eq!(stored["values"]["workflow"], state["workflow"]);
+    let connections = &state["workflow"]["connections"];
+    assert_eq!(
+        connections["Every Morning"]["main"][0][0]["node"], "Get Forecast",
+        "{connections}"
+    );
+    assert_eq!(
+        connections["Get Forecast"]["main"][0][0]["node"], "Send Email",
+        "{connections}"
+    );
+    let gmail = state["workflow"]["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|n| n["type"] == "n8n-nodes-base.gmail")
+        .count();
+    assert_eq!(gmail, 2);
+    // The timeout is recorded as the builder's error, for the responder.
+    assert_eq!(stored["values"]["error"]["node"], "builder");
+    assert_eq!(stored["values"]["error"]["code"], "TIMEOUT");
+    let log = stored["values"]["coordination_log"].as_array().unwrap();
+    let phases: Vec<(&str, &str)> = log
+        .iter()
+        .map(|e| {
+            (
+                e["phase"].as_str().unwrap_or("?"),
+                e["status"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [("discovery", "completed"), ("builder", "error")],
+        "{log:?}"
+    );
+    // The responder sees the kept connections in its context.
+    let responder = calls_of(&requests, RESPONDER_RULES);
+    assert_eq!(responder.len(), 1);
+    let context = responder[0]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(context.contains("\"Every Morning\": {"), "{context:.600}");
+}

@@ -289,7 +289,6 @@ async fn a_failing_subgraph_without_catch_hands_back_nothing() {
     let e = g
         .invoke(values(json!({})), RunConfig::default())
         .await
-        .err()
-        .expect("the timeout fails the run");
+        .expect_err("the timeout fails the run");
     assert!(e.to_string().contains("timeout"), "{e}");
 }
