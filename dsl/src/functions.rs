@@ -224,6 +224,13 @@ pub const FUNCTIONS: &[FunctionSpec] = &[
               same arguments, same error (0 when the newest batch has no error)",
     },
     FunctionSpec {
+        name: "repeated_tool_error_text",
+        min: 1,
+        max: 1,
+        returns: t_str,
+        doc: "the tool and error (`tool: message`) of the call repeated_tool_error counts, or \"\"",
+    },
+    FunctionSpec {
         name: "overwrite",
         min: 1,
         max: 1,
@@ -280,8 +287,15 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
             conversation(name, args)
         }
         "repeated_tool_error" => match &args[0] {
-            Value::Array(ms) => Ok(Value::from(repeated_tool_error(ms))),
+            Value::Array(ms) => Ok(Value::from(repeated_tool_error(ms).map_or(0, |r| r.0))),
             Value::Null => Ok(Value::from(0)),
+            _ => Err(bad(name, args)),
+        },
+        "repeated_tool_error_text" => match &args[0] {
+            Value::Array(ms) => Ok(Value::from(
+                repeated_tool_error(ms).map_or(String::new(), |r| r.1),
+            )),
+            Value::Null => Ok(Value::from("")),
             _ => Err(bad(name, args)),
         },
         _ => conversions(name, args),
@@ -426,8 +440,9 @@ fn conversation(name: &str, args: &[Value]) -> Result<Value, EvalError> {
 }
 
 /// For each failing tool message after the last AI message: how many failing tool messages of
-/// the conversation have its tool, its call's arguments and its error; the largest count.
-fn repeated_tool_error(ms: &[Value]) -> usize {
+/// the conversation have its tool, its call's arguments and its error; the largest count, with
+/// that call's `tool: error message`.
+fn repeated_tool_error(ms: &[Value]) -> Option<(usize, String)> {
     let field = |m: &Value, k: &str| m.get(k).cloned().unwrap_or(Value::Null);
     // (tool, arguments, error) of a failing tool message.
     let failure = |m: &Value| -> Option<(Value, Value, Value)> {
@@ -449,12 +464,18 @@ fn repeated_tool_error(ms: &[Value]) -> usize {
         .rposition(|m| field(m, "type") == "ai")
         .map_or(0, |i| i + 1);
     let all: Vec<_> = ms.iter().filter_map(failure).collect();
+    let text = |(tool, _, error): &(Value, Value, Value)| {
+        let message = error
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map_or_else(|| error.to_string(), str::to_owned);
+        format!("{}: {message}", tool.as_str().unwrap_or("?"))
+    };
     ms[newest_batch..]
         .iter()
         .filter_map(failure)
-        .map(|f| all.iter().filter(|g| **g == f).count())
-        .max()
-        .unwrap_or(0)
+        .map(|f| (all.iter().filter(|g| **g == f).count(), text(&f)))
+        .max_by_key(|(n, _)| *n)
 }
 
 /// Conversions, text case, the environment and channel writes.
@@ -546,6 +567,10 @@ mod tests {
         // The same call again: its earlier two count.
         ms.extend([ai("c4", bad), failed("c4", "nodes must be a list")]);
         assert_eq!(repeated(&ms), json!(3));
+        assert_eq!(
+            call("repeated_tool_error_text", &[Value::Array(ms.clone())]).unwrap(),
+            json!("submit: nodes must be a list")
+        );
         // A batch that succeeded: nothing repeated.
         ms.extend([
             ai("c5", json!({"nodes": []})),

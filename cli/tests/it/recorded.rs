@@ -38,6 +38,28 @@ fn run_turn(graph: &Path, db: &Path, thread: &str, text: &str, uri: &str) -> Out
     cmd.output().expect("the agentgraph binary runs")
 }
 
+/// One run of `graph` with `input` through the CLI against the mock at `uri`.
+fn run_with_input(graph: &Path, db: &Path, input: &Value, uri: &str) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
+    cmd.arg("--db")
+        .arg(db)
+        .arg("run")
+        .arg(graph)
+        .args(["--thread", "rec", "--json", "--input"])
+        .arg(input.to_string());
+    for v in crate::scenario::PROVIDER_VARS {
+        cmd.env_remove(v);
+    }
+    cmd.env("AGENTGRAPH_PROVIDER", "openai")
+        .env("OPENAI_BASE_URL", format!("{uri}/v1"))
+        .env("OPENAI_API_KEY", "local")
+        .env("OPENAI_MODEL", MODEL);
+    if let Some(cat) = catalogue_dir() {
+        cmd.env("AGENTGRAPH_N8N_CATALOGUE", cat);
+    }
+    cmd.output().expect("the agentgraph binary runs")
+}
+
 /// Runs the turn on a blocking thread (the mock lives on the test's runtime).
 async fn turn(graph: PathBuf, text: &str, uri: String) -> (Output, tempfile::TempDir) {
     let db = tempfile::tempdir().unwrap();
@@ -380,8 +402,8 @@ async fn a_phase_cut_by_its_timeout_keeps_what_its_tools_did() {
     );
     let mut plan: Vec<Step> = (1..=6).map(|n| answer(case, n)).collect();
     plan.push(Step::Hang);
-    // The responder's answer: a text answer of the same model (recorded in another run).
-    plan.push(answer("single-agent-prose", 2));
+    // The responder's answer of the same run.
+    plan.push(answer(case, 9));
     let (server, provider) = RecordedProvider::start(plan).await;
     let uri = server.uri();
     let db = tempfile::tempdir().unwrap();
@@ -389,29 +411,11 @@ async fn a_phase_cut_by_its_timeout_keeps_what_its_tools_did() {
         "messages": [{"type": "human", "content": "Connect Every Morning to Get Forecast, and Get Forecast to Send Email"}],
         "workflow": three_nodes(),
     });
-    let (db_path, graph_path) = (db.path().to_path_buf(), graph.clone());
-    let out = tokio::task::spawn_blocking(move || {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
-        cmd.arg("--db")
-            .arg(&db_path)
-            .arg("run")
-            .arg(&graph_path)
-            .args(["--thread", "rec", "--json", "--input"])
-            .arg(input.to_string());
-        for v in crate::scenario::PROVIDER_VARS {
-            cmd.env_remove(v);
-        }
-        cmd.env("AGENTGRAPH_PROVIDER", "openai")
-            .env("OPENAI_BASE_URL", format!("{uri}/v1"))
-            .env("OPENAI_API_KEY", "local")
-            .env("OPENAI_MODEL", MODEL);
-        if let Some(cat) = catalogue_dir() {
-            cmd.env("AGENTGRAPH_N8N_CATALOGUE", cat);
-        }
-        cmd.output().expect("the agentgraph binary runs")
-    })
-    .await
-    .unwrap();
+    let (db_path, graph_path, uri) = (db.path().to_path_buf(), graph.clone(), uri);
+    let out =
+        tokio::task::spawn_blocking(move || run_with_input(&graph_path, &db_path, &input, &uri))
+            .await
+            .unwrap();
     let state = final_state(&out);
     let stored = stored_state(&graph, db.path());
     let requests = provider.requests();
@@ -463,4 +467,83 @@ async fn a_phase_cut_by_its_timeout_keeps_what_its_tools_did() {
         .unwrap()
         .to_string();
     assert!(context.contains("\"Every Morning\": {"), "{context:.600}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_phase_repeating_a_failing_call_is_told_once_then_stopped() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // The same recorded run: the builder's second answer repeated the first one word for
+    // word, adding the invented type `n8n-nodes-base.vectorStore` again (same error), and
+    // was told so; its third answer, cut in the recording by the phase's timeout
+    // (008.response.sse), began with the same call again. It is replayed here whole as the
+    // second answer once more.
+    let case = "multi-agent-connect";
+    let (_, second) = parse_answer(&answer(case, 7));
+    let (_, first) = parse_answer(&answer(case, 6));
+    let call = |c: &(String, String)| (c.0.clone(), serde_json::from_str::<Value>(&c.1).unwrap());
+    assert_eq!(
+        call(&first[0]),
+        call(&second[0]),
+        "the recorded answers repeat the failing call"
+    );
+    let (_, third) = parse_answer(&answer(case, 8));
+    assert_eq!(third[0].0, "add_nodes");
+    assert!(
+        third[0]
+            .1
+            .starts_with(r#"{"connectionParameters": {"mode": "insert"}"#),
+        "{third:?}"
+    );
+    let mut plan: Vec<Step> = (1..=7).map(|n| answer(case, n)).collect();
+    plan.push(answer(case, 7));
+    plan.push(answer(case, 9));
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let db = tempfile::tempdir().unwrap();
+    let input = json!({
+        "messages": [{"type": "human", "content": "Connect Every Morning to Get Forecast, and Get Forecast to Send Email"}],
+        "workflow": three_nodes(),
+    });
+    let graph = shipped("multi-agent.ag");
+    let (db_path, graph_path, uri) = (db.path().to_path_buf(), graph.clone(), server.uri());
+    let out =
+        tokio::task::spawn_blocking(move || run_with_input(&graph_path, &db_path, &input, &uri))
+            .await
+            .unwrap();
+    let state = final_state(&out);
+    let stored = stored_state(&graph, db.path());
+    let requests = provider.requests();
+    let builder = calls_of(&requests, BUILDER_RULES);
+    assert_eq!(builder.len(), 3, "{requests:#?}");
+    // Told once, before the third answer.
+    let told = |r: &Value| r.to_string().contains("That call failed exactly as before");
+    assert!(!told(builder[1]));
+    assert!(told(builder[2]));
+    // Stopped after the third: no configurator, the responder explains.
+    assert!(calls_of(&requests, CONFIGURATOR_RULES).is_empty());
+    assert_eq!(calls_of(&requests, RESPONDER_RULES).len(), 1);
+    assert_eq!(requests.len(), 9);
+    let log = stored["values"]["coordination_log"].as_array().unwrap();
+    let builder_entry = log
+        .iter()
+        .find(|e| e["phase"] == "builder")
+        .expect("a builder entry");
+    assert_eq!(builder_entry["status"], "error");
+    let summary = builder_entry["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("stopped: the same tool call failed three times"),
+        "{summary}"
+    );
+    assert!(summary.contains("vectorStore"), "{summary}");
+    // What the builder did before is kept: the two connections.
+    let connections = &state["workflow"]["connections"];
+    assert_eq!(
+        connections["Every Morning"]["main"][0][0]["node"],
+        "Get Forecast"
+    );
+    assert_eq!(
+        connections["Get Forecast"]["main"][0][0]["node"],
+        "Send Email"
+    );
 }
