@@ -547,3 +547,71 @@ async fn a_phase_repeating_a_failing_call_is_told_once_then_stopped() {
         "Send Email"
     );
 }
+
+/// The `finish_reason` and `usage` a recorded answer ended with.
+fn ending(case: &str, n: u32) -> (String, Value) {
+    let raw = std::fs::read_to_string(
+        crate::wire::recorded::recorded_dir().join(format!("{case}/{n:03}.response.sse")),
+    )
+    .unwrap();
+    let mut finish = String::new();
+    let mut usage = Value::Null;
+    for data in raw.lines().filter_map(|l| l.strip_prefix("data: ")) {
+        let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+            continue;
+        };
+        if let Some(f) = chunk
+            .pointer("/choices/0/finish_reason")
+            .and_then(Value::as_str)
+        {
+            finish = f.to_string();
+        }
+        if chunk["usage"].is_object() {
+            usage = chunk["usage"].clone();
+        }
+    }
+    (finish, usage)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_repeating_answer_is_cut_at_the_agents_limit_and_the_turn_says_nothing_was_built() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded with these graphs: the naming call answered with a weather report; the agent,
+    // although its call required a tool, wrote the response-format rules back as prose and
+    // repeated them until the server cut the answer at the request's 3072-token limit.
+    let case = "single-agent-cut";
+    let (finish, usage) = ending(case, 2);
+    assert_eq!(finish, "length");
+    assert_eq!(usage["completion_tokens"], 3072);
+    let (_, naming) = parse_answer(&answer(case, 1));
+    let report: Value = serde_json::from_str(&naming[0].1).unwrap();
+    assert!(report["name"].as_str().unwrap().len() > 60, "{report}");
+    let cut = answer(case, 2);
+    let plan = vec![answer(case, 1), cut.clone(), cut.clone(), cut];
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let (out, _db) = turn(shipped("single-agent.ag"), REQUEST, server.uri()).await;
+    let state = final_state(&out);
+    let requests = provider.requests();
+    // The cut answer counts as an answer: reminded twice, then told it was not built.
+    assert_eq!(calls_of(&requests, SINGLE_RULES).len(), 3);
+    for r in calls_of(&requests, SINGLE_RULES) {
+        assert_eq!(r["max_tokens"], usage["completion_tokens"]);
+    }
+    assert_eq!(state["workflow"]["nodes"], json!([]));
+    assert_eq!(state["workflow"]["name"], "Morning 7 Get Weather");
+    let last = state["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("I could not build this workflow"),
+        "{last}"
+    );
+}
