@@ -59,6 +59,12 @@ fn t_message(_: &[Ty]) -> Ty {
 fn t_first(a: &[Ty]) -> Ty {
     a.first().cloned().unwrap_or(Ty::Any)
 }
+fn t_second(a: &[Ty]) -> Ty {
+    match (a.get(1), a.get(2)) {
+        (Some(x), Some(y)) if x == y => x.clone(),
+        _ => Ty::Any,
+    }
+}
 
 /// Every built-in function.
 pub const FUNCTIONS: &[FunctionSpec] = &[
@@ -203,6 +209,28 @@ pub const FUNCTIONS: &[FunctionSpec] = &[
         doc: "the content of the newest result of a tool in a message list, or null",
     },
     FunctionSpec {
+        name: "choose",
+        min: 3,
+        max: 3,
+        returns: t_second,
+        doc: "choose(condition, a, b): `a` when the condition is true, else `b`",
+    },
+    FunctionSpec {
+        name: "repeated_tool_error",
+        min: 1,
+        max: 1,
+        returns: t_int,
+        doc: "how often the conversation holds the newest batch's failing tool call: same tool, \
+              same arguments, same error (0 when the newest batch has no error)",
+    },
+    FunctionSpec {
+        name: "repeated_tool_error_text",
+        min: 1,
+        max: 1,
+        returns: t_str,
+        doc: "the tool and error (`tool: message`) of the call repeated_tool_error counts, or \"\"",
+    },
+    FunctionSpec {
         name: "overwrite",
         min: 1,
         max: 1,
@@ -250,9 +278,26 @@ pub fn call(name: &str, args: &[Value]) -> Result<Value, EvalError> {
     match name {
         "len" | "last" | "first" | "contains" | "keys" | "values" | "range" | "join" | "sum"
         | "coalesce" => collections(name, args),
+        "choose" => Ok(if truthy(&args[0]) {
+            args[1].clone()
+        } else {
+            args[2].clone()
+        }),
         "last_human" | "has_tool_calls" | "tool_called" | "last_tool_result" => {
             conversation(name, args)
         }
+        "repeated_tool_error" => match &args[0] {
+            Value::Array(ms) => Ok(Value::from(repeated_tool_error(ms).map_or(0, |r| r.0))),
+            Value::Null => Ok(Value::from(0)),
+            _ => Err(bad(name, args)),
+        },
+        "repeated_tool_error_text" => match &args[0] {
+            Value::Array(ms) => Ok(Value::from(
+                repeated_tool_error(ms).map_or(String::new(), |r| r.1),
+            )),
+            Value::Null => Ok(Value::from("")),
+            _ => Err(bad(name, args)),
+        },
         _ => conversions(name, args),
     }
 }
@@ -394,6 +439,60 @@ fn conversation(name: &str, args: &[Value]) -> Result<Value, EvalError> {
     })
 }
 
+/// For each failing tool message after the last AI message: how many failing tool messages of
+/// the conversation have its tool, its call's arguments and its error; the largest count, with
+/// that call's `tool: error message`.
+/// A failing tool message's error as `{"error": {"code", "message"}}`: a tool executor's
+/// `REPEATED_CALL` answer stands for the error it repeats, so a repeat keeps counting as the
+/// same failure.
+fn error_of(content: &Value) -> Value {
+    let parsed = match content {
+        Value::String(s) => serde_json::from_str(s).unwrap_or_else(|_| content.clone()),
+        other => other.clone(),
+    };
+    let Some(err) = parsed.get("error") else {
+        return parsed;
+    };
+    let err = err.get("repeated").unwrap_or(err);
+    serde_json::json!({"error": {"code": err.get("code"), "message": err.get("message")}})
+}
+
+fn repeated_tool_error(ms: &[Value]) -> Option<(usize, String)> {
+    let field = |m: &Value, k: &str| m.get(k).cloned().unwrap_or(Value::Null);
+    // (tool, arguments, error) of a failing tool message.
+    let failure = |m: &Value| -> Option<(Value, Value, Value)> {
+        if field(m, "type") != "tool" || field(m, "status") != "error" {
+            return None;
+        }
+        let call_id = field(m, "tool_call_id");
+        let args = ms
+            .iter()
+            .filter_map(|a| a.get("tool_calls").and_then(Value::as_array))
+            .flatten()
+            .find(|c| field(c, "id") == call_id)
+            .map(|c| field(c, "args"))
+            .unwrap_or(Value::Null);
+        Some((field(m, "name"), args, error_of(&field(m, "content"))))
+    };
+    let newest_batch = ms
+        .iter()
+        .rposition(|m| field(m, "type") == "ai")
+        .map_or(0, |i| i + 1);
+    let all: Vec<_> = ms.iter().filter_map(failure).collect();
+    let text = |(tool, _, error): &(Value, Value, Value)| {
+        let message = error
+            .pointer("/error/message")
+            .and_then(Value::as_str)
+            .map_or_else(|| error.to_string(), str::to_owned);
+        format!("{}: {message}", tool.as_str().unwrap_or("?"))
+    };
+    ms[newest_batch..]
+        .iter()
+        .filter_map(failure)
+        .map(|f| (all.iter().filter(|g| **g == f).count(), text(&f)))
+        .max_by_key(|(n, _)| *n)
+}
+
 /// Conversions, text case, the environment and channel writes.
 fn conversions(name: &str, args: &[Value]) -> Result<Value, EvalError> {
     let a0 = &args[0];
@@ -436,4 +535,81 @@ fn conversions(name: &str, args: &[Value]) -> Result<Value, EvalError> {
 /// Whether a value counts as true in a route condition.
 pub fn is_true(v: &Value) -> bool {
     truthy(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn choose_picks_by_truthiness() {
+        let pick = |c: Value| call("choose", &[c, json!("required"), json!("auto")]).unwrap();
+        assert_eq!(pick(json!(true)), json!("required"));
+        assert_eq!(pick(json!(false)), json!("auto"));
+        assert_eq!(pick(json!([])), json!("auto"));
+        assert_eq!(pick(json!(null)), json!("auto"));
+    }
+
+    fn ai(id: &str, args: Value) -> Value {
+        json!({"type": "ai", "content": "", "tool_calls": [{"id": id, "name": "submit", "args": args}]})
+    }
+
+    fn failed(id: &str, message: &str) -> Value {
+        json!({"type": "tool", "tool_call_id": id, "name": "submit", "status": "error",
+               "content": {"error": {"code": "INVALID_ARGUMENTS", "message": message}}})
+    }
+
+    fn repeated(ms: &[Value]) -> Value {
+        call("repeated_tool_error", &[Value::Array(ms.to_vec())]).unwrap()
+    }
+
+    /// A tool executor's REPEATED_CALL answer (sent as a JSON string) is the failure it repeats.
+    #[test]
+    fn a_repeated_call_answer_counts_as_the_error_it_repeats() {
+        let bad = json!({"nodes": "x"});
+        let mut ms = vec![ai("c1", bad.clone()), failed("c1", "nodes must be a list")];
+        ms.push(ai("c2", bad));
+        ms.push(
+            json!({"type": "tool", "tool_call_id": "c2", "name": "submit", "status": "error",
+            "content": json!({"error": {"code": "REPEATED_CALL", "message": "same call again",
+                "repeats": 2, "repeated": {"code": "INVALID_ARGUMENTS",
+                "message": "nodes must be a list"}}}).to_string()}),
+        );
+        assert_eq!(repeated(&ms), json!(2));
+    }
+
+    #[test]
+    fn repeated_tool_error_counts_the_same_failing_call() {
+        let bad = json!({"nodes": "x"});
+        let mut ms = vec![json!({"type": "human", "content": "go"})];
+        assert_eq!(repeated(&ms), json!(0));
+        ms.extend([ai("c1", bad.clone()), failed("c1", "nodes must be a list")]);
+        assert_eq!(repeated(&ms), json!(1));
+        ms.extend([ai("c2", bad.clone()), failed("c2", "nodes must be a list")]);
+        assert_eq!(repeated(&ms), json!(2));
+        // Other arguments: another failure, counted on its own.
+        ms.extend([
+            ai("c3", json!({"nodes": []})),
+            failed("c3", "nodes must be a list"),
+        ]);
+        assert_eq!(repeated(&ms), json!(1));
+        // The same call again: its earlier two count.
+        ms.extend([ai("c4", bad), failed("c4", "nodes must be a list")]);
+        assert_eq!(repeated(&ms), json!(3));
+        assert_eq!(
+            call("repeated_tool_error_text", &[Value::Array(ms.clone())]).unwrap(),
+            json!("submit: nodes must be a list")
+        );
+        // A batch that succeeded: nothing repeated.
+        ms.extend([
+            ai("c5", json!({"nodes": []})),
+            json!({"type": "tool", "tool_call_id": "c5", "name": "submit", "content": "ok"}),
+        ]);
+        assert_eq!(repeated(&ms), json!(0));
+        assert_eq!(
+            call("repeated_tool_error", &[Value::Null]).unwrap(),
+            json!(0)
+        );
+    }
 }

@@ -157,7 +157,13 @@ pub struct TaskContext {
     pub(crate) interrupt_calls: Arc<AtomicUsize>,
     /// The run executing the task (`None` outside a run).
     pub(crate) host: Option<Arc<dyn TaskHost>>,
+    /// Writes the task hands back even when it fails, if its failure is caught (`catch`): a
+    /// subgraph's progress up to its last finished step.
+    pub(crate) salvage: Salvage,
 }
+
+/// See [`TaskContext::salvage`].
+pub(crate) type Salvage = Arc<std::sync::Mutex<Option<Vec<(String, Value)>>>>;
 
 impl TaskContext {
     /// The state as of the start of the step.
@@ -295,6 +301,7 @@ impl TaskContext {
             resume: Arc::new(BTreeMap::new()),
             interrupt_calls: Arc::new(AtomicUsize::new(0)),
             host: None,
+            salvage: Salvage::default(),
         }
     }
 }

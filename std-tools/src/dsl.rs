@@ -1,5 +1,6 @@
 //! Registers std-tools with the `.ag` language (feature `dsl`): every tool, the `operations`
-//! reducer, the `apply_operations` node kind and the `trim_workflow` template filter, next to
+//! reducer, the `apply_operations` node kind, the `trim_workflow` template filter and the
+//! `workflow_name` function, next to
 //! the agent kinds of [`agentgraph_dsl::agents`].
 //!
 //! ```
@@ -50,6 +51,23 @@ pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
         "trim_workflow",
         "a large workflow with long node parameters replaced by a placeholder",
         |v| Ok(crate::workflow::trim::trim_workflow_json(v)),
+    );
+    reg.register_function(
+        "workflow_name",
+        agentgraph_dsl::extensions::Function {
+            min: 2,
+            max: 2,
+            returns: agentgraph_dsl::types::Ty::String,
+            doc: "workflow_name(answer, request): the naming model's answer when it is a usable \
+                  name (one line, at most 60 characters and 8 words, not the request), else a short name \
+                  derived from the request"
+                .into(),
+            call: Arc::new(|args| {
+                let request = args.get(1).and_then(|v| v.as_str()).unwrap_or_default();
+                let answer = args.first().and_then(|v| v.as_str());
+                Ok(crate::workflow::name::workflow_name(answer, request).into())
+            }),
+        },
     );
     reg.register_kind(
         "apply_operations",

@@ -329,3 +329,78 @@ async fn compact_node_summarizes_over_its_threshold_only() {
     assert_eq!(msgs[0]["type"], "system");
     assert_eq!(out.values["summary"], "The user repeated words.");
 }
+
+#[tokio::test]
+async fn max_calls_counts_every_answer_of_the_conversation() {
+    // Two answers, each after its own human message: max_iterations would allow a third
+    // (one answer since the last human message); max_calls does not.
+    let model = scripted(json!([]));
+    let g = one_node("agent", Arc::new(LlmNode::new(model).max_calls(2)));
+    let msgs = json!([human("h1", "go"),
+        {"type": "ai", "id": "a1", "content": "no"},
+        human("h2", "again"),
+        {"type": "ai", "id": "a2", "content": "no"},
+        human("h3", "once more")]);
+    let err = g
+        .invoke(values(json!({ "messages": msgs })), RunConfig::thread("t"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("budget (2) spent"), "{err}");
+}
+
+#[test]
+fn a_context_message_follows_the_conversation_and_keeps_the_system_prompt_stable() {
+    let model = scripted(json!([]));
+    let node = LlmNode::new(model)
+        .system("rules")
+        .context(|s| {
+            Ok(format!(
+                "workflow: {}",
+                s.get("workflow").cloned().unwrap_or_default()
+            ))
+        })
+        .context_as_message();
+    let state = |w: Value| {
+        StateView::from_object(json!({"messages": [human("h", "build it")], "workflow": w}))
+    };
+    let first = node.request(&state(json!({"nodes": []}))).unwrap();
+    let second = node.request(&state(json!({"nodes": ["A"]}))).unwrap();
+    assert_eq!(first.system.len(), 1);
+    assert_eq!(first.system[0].text, "rules");
+    assert_eq!(first.system[0].text, second.system[0].text);
+    assert_eq!(first.messages.len(), 2);
+    assert_eq!(first.messages[0]["content"], "build it");
+    assert_eq!(first.messages[1]["type"], "human");
+    assert_eq!(first.messages[1]["content"], "workflow: {\"nodes\":[]}");
+    assert_eq!(
+        second.messages[1]["content"],
+        "workflow: {\"nodes\":[\"A\"]}"
+    );
+    // Without the option, the context is the last system part.
+    let inline = LlmNode::new(scripted(json!([])))
+        .system("rules")
+        .context(|_| Ok("ctx".into()));
+    let req = inline.request(&state(json!({}))).unwrap();
+    assert_eq!(req.system.len(), 2);
+    assert_eq!(req.messages.len(), 1);
+}
+
+#[test]
+fn the_tool_choice_may_come_from_the_state() {
+    let node = LlmNode::new(scripted(json!([]))).tool_choice_fn(|s| {
+        Ok(if s.get("empty") == Some(&json!(true)) {
+            models::ToolChoice::Required
+        } else {
+            models::ToolChoice::Auto
+        })
+    });
+    let req = |empty: bool| {
+        node.request(&StateView::from_object(
+            json!({"messages": [], "empty": empty}),
+        ))
+        .unwrap()
+        .tool_choice
+    };
+    assert_eq!(req(true), models::ToolChoice::Required);
+    assert_eq!(req(false), models::ToolChoice::Auto);
+}

@@ -255,8 +255,15 @@ impl Session<'_> {
         let mut stream = self.graph.stream(run.input, run.config);
         let mut mid_line = false;
         // Message ids already started, so each answer begins on its own line.
+        let mut started: HashSet<String> = HashSet::new();
+        // Message ids streamed to the user (the rest of this turn's answers is printed after).
         let mut seen: HashSet<String> = HashSet::new();
         while let Some(ev) = stream.next().await {
+            if let (EventKind::Messages(chunk), true) = (&ev.kind, shown(&ev)) {
+                if let Some(id) = chunk.get("id").and_then(Value::as_str) {
+                    seen.insert(id.to_string());
+                }
+            }
             if self.ctx.json {
                 if shown(&ev) {
                     println!("{}", serde_json::to_string(&ev).unwrap_or_default());
@@ -277,8 +284,8 @@ impl Session<'_> {
                 }
                 EventKind::Messages(chunk) if shown(&ev) => {
                     if let Some(t) = chunk.get("delta").and_then(Value::as_str) {
-                        let id = chunk.get("id").map(Value::to_string).unwrap_or_default();
-                        if seen.insert(id) && std::mem::take(&mut mid_line) {
+                        let id = chunk.get("id").and_then(Value::as_str).unwrap_or_default();
+                        if started.insert(id.to_string()) && std::mem::take(&mut mid_line) {
                             println!();
                         }
                         print!("{t}");
@@ -294,6 +301,15 @@ impl Session<'_> {
         }
         match stream.finish().await {
             Ok(out) => {
+                // Answers a graph wrote without a model (a set node saying that nothing was
+                // built, say) were not streamed: shown now.
+                for text in unstreamed_answers(&out.values, &seen) {
+                    if self.ctx.json {
+                        println!("{}", json!({"event": "answer", "content": text}));
+                    } else {
+                        println!("{text}");
+                    }
+                }
                 if self.ctx.json {
                     println!("{}", json!({"event": "turn_end", "status": out.status}));
                 }
@@ -439,6 +455,30 @@ fn shown(ev: &Event) -> bool {
         }
         _ => false,
     }
+}
+
+/// The text of the AI messages after the last human message whose ids are not in `streamed`.
+fn unstreamed_answers<'a>(values: &'a Value, streamed: &HashSet<String>) -> Vec<&'a str> {
+    let messages = values
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let kind = |m: &Value| m.get("type").and_then(Value::as_str) == Some("human");
+    let Some(last_human) = messages.iter().rposition(kind) else {
+        return Vec::new();
+    };
+    messages[last_human + 1..]
+        .iter()
+        .filter(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
+        .filter(|m| {
+            m.get("id")
+                .and_then(Value::as_str)
+                .is_none_or(|id| !streamed.contains(id))
+        })
+        .filter_map(|m| m.get("content").and_then(Value::as_str))
+        .filter(|t| !t.trim().is_empty())
+        .collect()
 }
 
 fn new_thread_id() -> String {

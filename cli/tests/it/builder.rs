@@ -11,14 +11,21 @@
 
 use crate::scenario;
 
-use agentgraph_runtime::{Input, RunConfig};
+use agentgraph_runtime::{Input, Mode, Modes, RunConfig};
 use scenario::{catalogue, catalogue_dir, check, human, prompt, root, scenarios};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::Arc;
 
-/// Runs one turn through the CLI with the scripted model; returns the final state.
-fn cli_turn(db: &Path, arch: &str, scripts: &Path, thread: &str, text: &str) -> Value {
+/// Runs one turn through the CLI with the scripted model; returns the final state and the
+/// tool calls that failed.
+fn cli_turn(
+    db: &Path,
+    arch: &str,
+    scripts: &Path,
+    thread: &str,
+    text: &str,
+) -> (Value, Vec<String>) {
     let o = scenario::cli_turn_output(
         db,
         arch,
@@ -29,7 +36,8 @@ fn cli_turn(db: &Path, arch: &str, scripts: &Path, thread: &str, text: &str) -> 
             ("AGENTGRAPH_SCRIPT_DIR", scripts.as_os_str()),
         ],
     );
-    scenario::final_state(&o, &format!("{arch} on {}", scripts.display()))
+    let state = scenario::final_state(&o, &format!("{arch} on {}", scripts.display()));
+    (state, scenario::tool_errors(&o))
 }
 
 #[test]
@@ -46,8 +54,14 @@ fn every_scenario_through_the_cli_on_both_architectures() {
                 continue;
             }
             let db = tempfile::tempdir().unwrap();
-            let out = cli_turn(db.path(), arch, &s, "t", &prompt(&s));
+            let (out, errors) = cli_turn(db.path(), arch, &s, "t", &prompt(&s));
             problems.extend(check(&s, arch, &out["workflow"]));
+            // The script's calls must all succeed: a replay that only ends well is not enough.
+            problems.extend(
+                errors
+                    .iter()
+                    .map(|e| format!("{}/{arch}: tool error {e}", s.display())),
+            );
             ran += 1;
         }
     }
@@ -74,11 +88,22 @@ async fn every_scenario_through_the_rust_api_on_both_architectures() {
             }
             let g = compile(arch, &s);
             let thread = format!("api-{}-{arch}", s.file_name().unwrap().to_string_lossy());
-            let out = g
-                .invoke(Input::values(human(&prompt(&s))), RunConfig::thread(thread))
+            let config = RunConfig::thread(thread).modes(Modes::of(&[Mode::Custom]));
+            let mut stream = g.stream(Input::values(human(&prompt(&s))), config);
+            let mut events = Vec::new();
+            while let Some(ev) = stream.next().await {
+                events.push(ev);
+            }
+            let out = stream
+                .finish()
                 .await
                 .unwrap_or_else(|e| panic!("{}/{arch}: {e}", s.display()));
             problems.extend(check(&s, arch, &out.values["workflow"]));
+            problems.extend(
+                scenario::tool_errors_in(&events)
+                    .iter()
+                    .map(|e| format!("{}/{arch}: tool error {e}", s.display())),
+            );
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
@@ -221,9 +246,11 @@ async fn a_builder_that_never_validates_cleanly_ends_in_error() {
     if catalogue().is_none() {
         return;
     }
-    // The builder stops without validating (reminded), validates an empty workflow (invalid:
-    // no trigger), then keeps stopping (reminded to fix, up to three reminders in all): the
-    // phase logs an error with the validation result instead of "completed".
+    // The supervisor sends the empty workflow to the builder; routing sends it to discovery
+    // first (the builder cannot search). The builder stops without validating (reminded),
+    // validates an empty workflow (invalid: no trigger), then keeps stopping (reminded to fix,
+    // up to three reminders in all): the phase logs an error with the validation result
+    // instead of "completed".
     let fixture = root().join("cli/tests/fixtures/builder-unvalidated");
     let g = compile("multi", &fixture);
     let out = g
@@ -239,6 +266,7 @@ async fn a_builder_that_never_validates_cleanly_ends_in_error() {
         .unwrap()
         .unwrap();
     let log = state.values["coordination_log"].as_array().unwrap().clone();
+    assert_eq!(log[0]["phase"], "discovery", "{log:?}");
     let builder = log
         .iter()
         .find(|e| e["phase"] == "builder")

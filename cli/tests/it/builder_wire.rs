@@ -233,6 +233,11 @@ async fn run_over_the_wire(slug: &str, arch: &str, wire: Wire) -> Result<(), Str
     let mut problems = check(&dir, arch, &state["workflow"]);
     problems.extend(check_requests(wire, &replay));
     problems.extend(check_usage(&replay, &state["usage"]["total"]));
+    problems.extend(
+        scenario::tool_errors(&out)
+            .into_iter()
+            .map(|e| format!("tool error {e}")),
+    );
     if problems.is_empty() {
         Ok(())
     } else {

@@ -21,6 +21,7 @@ mod eval;
 mod n8n_deploy;
 mod n8n_scenarios;
 mod react_agent;
+mod recorded;
 mod serve_postgres;
 mod serve_signals;
 mod snapshots;

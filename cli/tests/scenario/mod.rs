@@ -186,6 +186,8 @@ pub fn cli_turn_output(
         "--thread",
         thread,
         "--json",
+        "--stream",
+        "custom",
         "--input",
         &human(text).to_string(),
     ]);
@@ -197,6 +199,30 @@ pub fn cli_turn_output(
         cmd.env(k, v);
     }
     cmd.output().expect("the agentgraph binary runs")
+}
+
+/// The tool calls that failed in a run, from the `custom` events a `run --json --stream custom`
+/// printed (every namespace): `tool: title` each.
+pub fn tool_errors(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["mode"] == "custom" && e["data"]["status"] == "error")
+        .map(|e| format!("{}: {}", e["data"]["tool"], e["data"]["title"]))
+        .collect()
+}
+
+/// The tool calls that failed in a run, from its stream events (every namespace).
+pub fn tool_errors_in(events: &[agentgraph_runtime::Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            agentgraph_runtime::EventKind::Custom(d) if d["status"] == "error" => {
+                Some(format!("{}: {}", d["tool"], d["title"]))
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// The final state a successful `run --json` printed (its last non-empty line); `what` names

@@ -19,6 +19,7 @@ use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
 mod protocol;
+pub mod recorded;
 pub use protocol::{anthropic_protocol, openai_protocol};
 
 /// The provider wire format the mock speaks.

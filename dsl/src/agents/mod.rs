@@ -11,6 +11,10 @@
 //!                   tool_choice: "auto", max_iterations: 10, usage: usage,
 //!                   memory: { store: "sled", window: 20 },
 //!                   on_overflow: "compact", summary: summary, compact_instructions: compact }
+//! # `context: [context]` instead sends the rendered prompts after the conversation (a final
+//! # human message, never stored): the system prompt stays byte-identical, so cacheable.
+//! # `tool_choice` may be an expression on the state: `choose(len(items) == 0, "required", "auto")`.
+//! # `max_calls: 30` fails the node (MAX_CALLS) once the conversation holds 30 AI answers.
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
 //! node tools: tool_executor { tools: kit, model: main, usage: usage,
 //!                             settings: { http_request: {} }, repeat_limit: 2, repeats: repeats }
@@ -55,6 +59,7 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
         vec![
             EntrySpec::required("model"),
             EntrySpec::value("system"),
+            EntrySpec::value("context"),
             EntrySpec::value("messages"),
             EntrySpec::value("tools"),
             EntrySpec::value("tool_choice"),
@@ -68,6 +73,7 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::value("on_overflow"),
             EntrySpec::value("summary"),
             EntrySpec::value("compact_instructions"),
+            EntrySpec::value("max_calls"),
         ],
         "calls a chat model with the conversation and bound tools; writes its answer",
         Arc::new(LlmFactory {
@@ -135,26 +141,24 @@ impl NodeFactory for LlmFactory {
             node = node.pricing(p);
         }
         // System parts: static prompts are cacheable; templated ones are rendered per call.
-        let parts: Vec<&Expr> = match b.expr("system").map(|e| &e.kind) {
-            Some(ExprKind::List { items }) => items.iter().collect(),
-            Some(_) => b.expr("system").into_iter().collect(),
-            None => Vec::new(),
-        };
+        // `context` parts are rendered per call too, and sent after the conversation.
         let mut templates = Vec::new();
-        for p in parts {
-            let text = match &p.kind {
-                ExprKind::Name { name } => b
-                    .prompt(&name.name)
-                    .map(str::to_owned)
-                    .ok_or_else(|| format!("prompt `{}` is not declared", name.name))?,
-                ExprKind::Str { lit } => lit.value.clone(),
-                _ => return Err("system parts are prompt names or strings".into()),
-            };
+        for text in prompt_parts(b, "system")? {
             if text.contains("{{") {
                 templates.push(text);
             } else {
                 node = node.system(text);
             }
+        }
+        let context = prompt_parts(b, "context")?;
+        if !context.is_empty() {
+            if !templates.is_empty() {
+                return Err(
+                    "templated prompts go either in `system` or in `context`, not in both".into(),
+                );
+            }
+            templates = context;
+            node = node.context_as_message();
         }
         if !templates.is_empty() {
             let extensions = b.extensions.clone();
@@ -177,12 +181,20 @@ impl NodeFactory for LlmFactory {
             node = node.tools(tool_set(b, set, &self.tools)?.into_iter().map(|t| t.spec()));
         }
         if let Some(c) = b.expr("tool_choice") {
-            node = node.tool_choice(match const_value(c)?.as_str() {
-                Some("auto") | None => ToolChoice::Auto,
-                Some("required") => ToolChoice::Required,
-                Some("none") => ToolChoice::None,
-                Some(tool) => ToolChoice::Tool(tool.to_string()),
-            });
+            match const_value(c) {
+                Ok(v) => node = node.tool_choice(tool_choice(&v)),
+                // An expression on the state: evaluated before each call.
+                Err(_) => {
+                    let expr = c.clone();
+                    let extensions = b.extensions.clone();
+                    node = node.tool_choice_fn(move |state| {
+                        let scope = Scope::state(state).with_extensions(&extensions);
+                        crate::eval::eval(&expr, &scope)
+                            .map(|v| tool_choice(&v))
+                            .map_err(|e| NodeError::fatal(format!("tool_choice: {e}")))
+                    });
+                }
+            }
         }
         if let Some(v) = b.constant("max_tokens")?.and_then(|v| v.as_u64()) {
             node = node.max_tokens(v.min(u64::from(u32::MAX)) as u32);
@@ -210,6 +222,13 @@ impl NodeFactory for LlmFactory {
             node = node.max_iterations(max as usize);
         }
         node = node.on_overflow(overflow_policy(b)?);
+        if let Some(v) = b.constant("max_calls")? {
+            let max = v
+                .as_u64()
+                .filter(|n| *n > 0)
+                .ok_or("`max_calls` is a positive integer")?;
+            node = node.max_calls(max as usize);
+        }
         Ok(Arc::new(node))
     }
 }
@@ -248,6 +267,36 @@ fn prompt_or_string(b: &NodeBuild<'_>, e: &Expr, key: &str) -> Result<String, St
         ExprKind::Str { lit } => Ok(lit.value.clone()),
         _ => Err(format!("`{key}` is a prompt name or a string")),
     }
+}
+
+/// `auto` (also for null), `required`, `none`, or a tool name.
+fn tool_choice(v: &Value) -> ToolChoice {
+    match v.as_str() {
+        Some("auto") | None => ToolChoice::Auto,
+        Some("required") => ToolChoice::Required,
+        Some("none") => ToolChoice::None,
+        Some(tool) => ToolChoice::Tool(tool.to_string()),
+    }
+}
+
+/// The texts of a prompt-list entry (`system: [a, b]`, `context: c`): prompt names or strings.
+fn prompt_parts(b: &NodeBuild<'_>, key: &str) -> Result<Vec<String>, String> {
+    let parts: Vec<&Expr> = match b.expr(key).map(|e| &e.kind) {
+        Some(ExprKind::List { items }) => items.iter().collect(),
+        Some(_) => b.expr(key).into_iter().collect(),
+        None => Vec::new(),
+    };
+    parts
+        .into_iter()
+        .map(|p| match &p.kind {
+            ExprKind::Name { name } => b
+                .prompt(&name.name)
+                .map(str::to_owned)
+                .ok_or_else(|| format!("prompt `{}` is not declared", name.name)),
+            ExprKind::Str { lit } => Ok(lit.value.clone()),
+            _ => Err(format!("`{key}` parts are prompt names or strings")),
+        })
+        .collect()
 }
 
 fn tool_set(b: &NodeBuild<'_>, set: &str, tools: &ToolMap) -> Result<Vec<Arc<dyn Tool>>, String> {

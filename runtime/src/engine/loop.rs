@@ -64,7 +64,12 @@ pub(crate) struct Run {
     fork_requested: bool,
     /// A command a subgraph's task addressed to the parent graph; ends the child run.
     parent_command: Option<Update>,
+    /// Called with the state after each applied step (a subgraph's progress for its parent).
+    pub(super) on_step: Option<StepHook>,
 }
+
+/// See [`Run::on_step`].
+pub(super) type StepHook = Box<dyn Fn(&StateView) + Send + Sync>;
 
 impl Run {
     /// A run of `graph` in namespace `ns`, at the channels' defaults, nothing planned.
@@ -95,6 +100,7 @@ impl Run {
             skip_before_once: false,
             fork_requested: false,
             parent_command: None,
+            on_step: None,
             graph,
             scope,
             ns: Arc::new(ns),
@@ -405,6 +411,9 @@ impl Run {
             self.stats.steps += 1;
             if let Some(status) = self.settle(step, &plans, ended).instrument(span).await? {
                 return Ok(status);
+            }
+            if let Some(hook) = &self.on_step {
+                hook(&self.view());
             }
             if self.parent_command.is_some() {
                 return Ok(RunStatus::Done);

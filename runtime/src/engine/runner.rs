@@ -144,6 +144,7 @@ pub(super) async fn execute(env: StepEnv<'_>, plans: &mut [TaskPlan], counts: &m
             resume: env.resume.clone(),
             interrupt_calls: Arc::new(AtomicUsize::new(0)),
             host: Some(env.host.clone()),
+            salvage: Default::default(),
         };
         jobs.push(Job {
             index,
@@ -311,8 +312,13 @@ async fn run_task(node: Arc<dyn Node>, ctx: TaskContext, options: NodeOptions) -
             other => (None, other.text()),
         };
         tracing::warn!(error = %failure.text(), channel = %channel, "task failed; error caught");
+        // What the task had already done (a subgraph's finished steps) is kept.
+        let mut update = Update::new();
+        if let Some(writes) = ctx.salvage.lock().ok().and_then(|mut s| s.take()) {
+            update.writes = writes;
+        }
         TaskEnd::Done {
-            update: Update::new().set(
+            update: update.set(
                 channel.clone(),
                 serde_json::json!({"node": &*ctx.node, "code": code, "message": message}),
             ),

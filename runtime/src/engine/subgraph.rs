@@ -3,6 +3,10 @@
 //! the parent step runs again, and handing back only the keys it wrote.
 //!
 //! Nodes reach this through [`TaskHost`], which the run's [`RunScope`] implements.
+//!
+//! With an output mapping, the mapped writes of the child's state after each finished step are
+//! kept aside: when the task then fails (its timeout, an error) and the failure is caught by
+//! the node's `catch`, the parent still gets them, next to the error.
 
 use super::r#loop::{Run, RunScope};
 use super::{Durability, Input, RunStatus};
@@ -82,6 +86,16 @@ async fn run_child(
         ns,
         ctx.emitter.child(segment),
     );
+    // After each finished step, what the parent would get now: kept if the task fails and
+    // its failure is caught (a timeout, a node error), so the work done is not lost.
+    if let Some(f) = sub.output_map() {
+        let (f, salvage) = (f.clone(), ctx.salvage.clone());
+        run.on_step = Some(Box::new(move |view| {
+            if let (Ok(writes), Ok(mut slot)) = (f(&view.to_object()), salvage.lock()) {
+                *slot = Some(writes);
+            }
+        }));
+    }
     let loaded = run.load(None).await.map_err(node_error)?;
     let status = match &loaded {
         Some(c) if c.next.is_empty() && c.source != Source::Input => RunStatus::Done,

@@ -217,3 +217,78 @@ async fn a_subgraph_node_runs_outside_a_graph_run() {
         ]
     );
 }
+
+/// A child that records two finished steps, then hangs in its third.
+fn slow_child() -> CompiledGraph {
+    GraphBuilder::new("slow")
+        .channel(list("done"))
+        .node(
+            "first",
+            node_fn(|_| async { Ok(Update::new().set("done", json!(["first"]))) }),
+        )
+        .node(
+            "second",
+            node_fn(|_| async { Ok(Update::new().set("done", json!(["second"]))) }),
+        )
+        .node(
+            "hang",
+            node_fn(|_| async {
+                tokio::time::sleep(std::time::Duration::from_secs(3600)).await;
+                Ok(Update::new().set("done", json!(["never"])))
+            }),
+        )
+        .chain(&[START, "first", "second", "hang"])
+        .compile()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_timed_out_subgraph_whose_failure_is_caught_hands_back_its_finished_steps() {
+    let options = NodeOptions {
+        timeout: Some(std::time::Duration::from_millis(300)),
+        catch: Some("error".into()),
+        ..Default::default()
+    };
+    let sub = Subgraph::new(slow_child())
+        .map_out(|child| Ok(vec![("kept".to_string(), child["done"].clone())]));
+    let cp = memory();
+    let g = GraphBuilder::new("parent")
+        .channel(ChannelSpec::new("kept", ValueType::Json))
+        .channel(ChannelSpec::new("error", ValueType::Json))
+        .subgraph_with("phase", sub, options)
+        .chain(&[START, "phase"])
+        .compile()
+        .unwrap()
+        .with_checkpointer(cp.clone());
+    let out = g
+        .invoke(values(json!({})), RunConfig::thread("slow"))
+        .await
+        .unwrap();
+    // The cancelled step's work is lost; the two finished steps are kept, with the error.
+    assert_eq!(out.values["kept"], json!(["first", "second"]));
+    assert_eq!(out.values["error"]["code"], "TIMEOUT");
+    assert_eq!(out.values["error"]["node"], "phase");
+    let state = g.get_state("slow", None).await.unwrap().unwrap();
+    assert_eq!(state.values["kept"], json!(["first", "second"]));
+}
+
+#[tokio::test]
+async fn a_failing_subgraph_without_catch_hands_back_nothing() {
+    let options = NodeOptions {
+        timeout: Some(std::time::Duration::from_millis(300)),
+        ..Default::default()
+    };
+    let sub = Subgraph::new(slow_child())
+        .map_out(|child| Ok(vec![("kept".to_string(), child["done"].clone())]));
+    let g = GraphBuilder::new("parent")
+        .channel(ChannelSpec::new("kept", ValueType::Json))
+        .subgraph_with("phase", sub, options)
+        .chain(&[START, "phase"])
+        .compile()
+        .unwrap();
+    let e = g
+        .invoke(values(json!({})), RunConfig::default())
+        .await
+        .expect_err("the timeout fails the run");
+    assert!(e.to_string().contains("timeout"), "{e}");
+}

@@ -8,6 +8,7 @@
 //! the same JSON value. Numbers (`typeVersion`, positions) are kept as the JSON numbers they were
 //! (an integer stays an integer, `1.0` stays a float).
 
+pub mod name;
 pub mod trim;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};

@@ -24,6 +24,9 @@ use std::sync::Arc;
 /// Renders a templated, non-cacheable system part from the state on every call.
 pub type ContextFn = Arc<dyn Fn(&StateView) -> Result<String, NodeError> + Send + Sync>;
 
+/// Picks the tool choice of a call from the state.
+pub type ToolChoiceFn = Arc<dyn Fn(&StateView) -> Result<ToolChoice, NodeError> + Send + Sync>;
+
 /// A node that calls a chat model with the conversation in `messages_channel` and appends the
 /// answer (an `ai` message, with its tool calls) to it.
 ///
@@ -47,7 +50,8 @@ pub type ContextFn = Arc<dyn Fn(&StateView) -> Result<String, NodeError> + Send 
 ///   tool calls) is remembered with the human message it answers. Messages already remembered
 ///   (same id) are not added twice, so a re-run after a crash does not duplicate them.
 /// * With [`LlmNode::max_iterations`], the node fails with `MAX_ITERATIONS` instead of calling
-///   the model once the conversation holds that many AI messages after the last human one.
+///   the model once the conversation holds that many AI messages after the last human one;
+///   with [`LlmNode::max_calls`], with `MAX_CALLS` once it holds that many AI messages at all.
 /// * Tool calls are repaired where the intent is unambiguous ([`crate::tools::recover`]): a
 ///   tool name in other casing or with other separators, arguments wrapped in a JSON string or
 ///   an `arguments` object, calls written as text (the message then keeps the text around them
@@ -59,6 +63,11 @@ pub type ContextFn = Arc<dyn Fn(&StateView) -> Result<String, NodeError> + Send 
 ///   unless [`LlmNode::on_overflow`] is `None`, by compacting the conversation (a summary plus
 ///   the latest messages, written to the channel with the answer) and calling once more; a
 ///   second overflow fails with `MODEL_CONTEXT_OVERFLOW`, saying what is large.
+/// * With [`LlmNode::context_message`], the rendered context is sent as a final human message
+///   after the conversation instead of a system part (never written to the state), so the
+///   system prompt and the conversation stay a stable, cacheable prefix while the context
+///   changes.
+/// * With [`LlmNode::tool_choice_fn`], the tool choice is picked from the state on each call.
 #[derive(Clone)]
 pub struct LlmNode {
     /// The model.
@@ -73,6 +82,10 @@ pub struct LlmNode {
     pub tools: Vec<ToolSpec>,
     /// Tool choice.
     pub tool_choice: ToolChoice,
+    /// Picks the tool choice from the state on each call (wins over `tool_choice`).
+    pub tool_choice_by_state: Option<ToolChoiceFn>,
+    /// Sends the rendered context as a final human message instead of a system part.
+    pub context_as_message: bool,
     /// Output limit.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.
@@ -89,6 +102,8 @@ pub struct LlmNode {
     pub max_iterations: Option<usize>,
     /// How a context overflow is handled (`None`: it fails the node).
     pub on_overflow: Option<OverflowCompaction>,
+    /// The most AI answers in the whole conversation.
+    pub max_calls: Option<usize>,
 }
 
 impl LlmNode {
@@ -101,6 +116,8 @@ impl LlmNode {
             messages_channel: "messages".into(),
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,
+            tool_choice_by_state: None,
+            context_as_message: false,
             max_tokens: None,
             temperature: None,
             usage_channel: None,
@@ -109,6 +126,7 @@ impl LlmNode {
             memory: None,
             max_iterations: None,
             on_overflow: Some(OverflowCompaction::default()),
+            max_calls: None,
         }
     }
 
@@ -139,6 +157,27 @@ impl LlmNode {
     /// Fails with `MAX_ITERATIONS` after `n` answers to one human message.
     pub fn max_iterations(mut self, n: usize) -> Self {
         self.max_iterations = Some(n);
+        self
+    }
+
+    /// Fails with `MAX_CALLS` once the conversation holds `n` AI answers.
+    pub fn max_calls(mut self, n: usize) -> Self {
+        self.max_calls = Some(n);
+        self
+    }
+
+    /// Sends the rendered context as a final human message after the conversation.
+    pub fn context_as_message(mut self) -> Self {
+        self.context_as_message = true;
+        self
+    }
+
+    /// Picks the tool choice from the state on each call.
+    pub fn tool_choice_fn<F>(mut self, f: F) -> Self
+    where
+        F: Fn(&StateView) -> Result<ToolChoice, NodeError> + Send + Sync + 'static,
+    {
+        self.tool_choice_by_state = Some(Arc::new(f));
         self
     }
 
@@ -199,20 +238,27 @@ impl LlmNode {
     /// The request this node sends for a state.
     pub fn request(&self, state: &StateView) -> Result<ModelRequest, NodeError> {
         let mut system = self.system.clone();
+        let mut messages = state.list(&self.messages_channel).to_vec();
         if let Some(render) = &self.context {
             let text = render(state)?;
-            if !text.is_empty() {
+            if !text.is_empty() && self.context_as_message {
+                messages.push(json!({"type": "human", "id": "context", "content": text}));
+            } else if !text.is_empty() {
                 system.push(SystemPart {
                     text,
                     cacheable: false,
                 });
             }
         }
+        let tool_choice = match &self.tool_choice_by_state {
+            Some(pick) => pick(state)?,
+            None => self.tool_choice.clone(),
+        };
         Ok(ModelRequest {
             system,
-            messages: state.list(&self.messages_channel).to_vec(),
+            messages,
             tools: self.tools.clone(),
-            tool_choice: self.tool_choice.clone(),
+            tool_choice,
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             response_schema: None,
@@ -465,9 +511,20 @@ enum Failure {
 #[async_trait]
 impl Node for LlmNode {
     async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
-        let mut req = self.request(ctx.state())?;
+        let conversation = ctx.state().list(&self.messages_channel);
+        if let Some(max) = self.max_calls {
+            let calls = conversation.iter().filter(|m| kind(m) == "ai").count();
+            if calls >= max {
+                return Err(NodeError::fatal(format!(
+                    "model-call budget ({max}) spent: node `{}` answered {calls} times in this \
+                     conversation; raise `max_calls` or check the tools' results",
+                    ctx.node()
+                ))
+                .with_code("MAX_CALLS"));
+            }
+        }
         if let Some(max) = self.max_iterations {
-            if iterations(&req.messages) >= max {
+            if iterations(conversation) >= max {
                 return Err(NodeError::fatal(format!(
                     "max iterations ({max}) reached: node `{}` answered {max} times without a \
                      final answer; raise `max_iterations` or check the tools' results",
@@ -476,6 +533,7 @@ impl Node for LlmNode {
                 .with_code("MAX_ITERATIONS"));
             }
         }
+        let mut req = self.request(ctx.state())?;
         let session = Self::session(&ctx);
         let mut remembered = Vec::new();
         if let Some(memory) = &self.memory {
