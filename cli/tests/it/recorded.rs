@@ -615,3 +615,76 @@ async fn a_repeating_answer_is_cut_at_the_agents_limit_and_the_turn_says_nothing
         "{last}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_the_fenced_response_format_the_recorded_model_calls_tools_and_builds() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded with these graphs, the response format fenced: the same request made the model
+    // call tools (search_nodes, get_node_details, add_nodes, connect_nodes,
+    // update_node_parameters) instead of answering in prose. Some calls failed (an invented
+    // `n8n-nodes-base.email`, node names given as ids) and its second answer sent the same
+    // batch again. The recording ends there: update_node_parameters' own model call answered
+    // with an endless run of calls (cut at its 4 096-token limit, which fails the tool), so
+    // that call, and the agent's next one, are refused here.
+    let case = "single-agent-fenced";
+    let (_, first) = parse_answer(&answer(case, 2));
+    let names: Vec<&str> = first.iter().map(|(n, _)| n.as_str()).collect();
+    for tool in [
+        "search_nodes",
+        "add_nodes",
+        "connect_nodes",
+        "update_node_parameters",
+    ] {
+        assert!(names.contains(&tool), "{names:?}");
+    }
+    let plan = vec![
+        answer(case, 1),
+        answer(case, 2),
+        answer(case, 3),
+        Step::Refuse,
+        Step::Refuse,
+    ];
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let (out, db) = turn(shipped("single-agent.ag"), REQUEST, server.uri()).await;
+    assert!(
+        !out.status.success(),
+        "the recording ends before the turn does"
+    );
+    let stored = stored_state(&shipped("single-agent.ag"), db.path());
+    let state = &stored["values"];
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 5, "{requests:#?}");
+    let agent = calls_of(&requests, SINGLE_RULES);
+    assert_eq!(agent.len(), 3, "{requests:#?}");
+    // The HTTP Request node its add_nodes calls made is in the workflow.
+    let nodes = state["workflow"]["nodes"].as_array().unwrap();
+    assert!(!nodes.is_empty());
+    assert!(
+        nodes
+            .iter()
+            .all(|n| n["type"] == "n8n-nodes-base.httpRequest"),
+        "{nodes:?}"
+    );
+    // Only the first call had to call a tool (the workflow was empty, a human had spoken).
+    assert_eq!(agent[0]["tool_choice"], "required");
+    assert_eq!(agent[1]["tool_choice"], "auto");
+    // The workflow changed between the calls, the system prompt did not.
+    assert_eq!(system(agent[0]), system(agent[2]));
+    let context = |r: &Value| {
+        r["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert!(!context(agent[0]).contains("httpRequest"));
+    assert!(context(agent[1]).contains("httpRequest"));
+    // The repeated batch was pointed out before the next call.
+    assert!(!agent[1]
+        .to_string()
+        .contains("That call failed exactly as before"));
+    assert!(agent[2]
+        .to_string()
+        .contains("That call failed exactly as before"));
+}

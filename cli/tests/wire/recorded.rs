@@ -2,7 +2,8 @@
 //! (`scripts/record-provider.py` saves each as `NNN.response.sse`, the bytes exactly as the
 //! server sent them) on a loopback mock, in a given order, and keeps every request for the
 //! test to inspect. A plan entry may also be a hang: the request gets no answer for an hour
-//! (a slow model), which the graph's timeouts must cut.
+//! (a slow model), which the graph's timeouts must cut, or a refusal (where the recording has
+//! no complete answer).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -23,6 +24,8 @@ pub enum Step {
     Answer(String),
     /// No answer (the request hangs).
     Hang,
+    /// A 400 refusal: where a recording has no complete answer to give.
+    Refuse,
 }
 
 /// A recorded answer by case and number.
@@ -90,6 +93,9 @@ impl Respond for RecordedProvider {
                     .set_body_raw(bytes, "text/event-stream")
             }
             Some(Step::Hang) => ResponseTemplate::new(200).set_delay(Duration::from_secs(3600)),
+            Some(Step::Refuse) => ResponseTemplate::new(400).set_body_string(format!(
+                "{{\"error\": {{\"message\": \"request {n}: the recording has no answer here\"}}}}"
+            )),
             None => ResponseTemplate::new(400).set_body_string(format!(
                 "{{\"error\": {{\"message\": \"the recorded plan has {} answers; request {n} has none\"}}}}",
                 self.plan.len()
