@@ -288,14 +288,7 @@ fn prompt_parts(b: &NodeBuild<'_>, key: &str) -> Result<Vec<String>, String> {
     };
     parts
         .into_iter()
-        .map(|p| match &p.kind {
-            ExprKind::Name { name } => b
-                .prompt(&name.name)
-                .map(str::to_owned)
-                .ok_or_else(|| format!("prompt `{}` is not declared", name.name)),
-            ExprKind::Str { lit } => Ok(lit.value.clone()),
-            _ => Err(format!("`{key}` parts are prompt names or strings")),
-        })
+        .map(|p| prompt_or_string(b, p, key))
         .collect()
 }
 
