@@ -80,10 +80,14 @@ impl Server {
 
     /// Starts (or resumes) a run on `thread` and returns how it ended.
     async fn run(&self, thread: &str, path: &str, body: Value) -> Value {
-        // Read the thread's log from the start, so the end event cannot be missed.
         let (st, v) = self.post(path, body).await;
         assert_eq!(st, 202, "{v}");
-        let run_id = v["run_id"].clone();
+        self.end_of(thread, &v["run_id"]).await
+    }
+
+    /// The end event (`interrupted`, `done`, …) of run `run_id` on `thread`, read from the
+    /// thread's log from the start, so it cannot be missed.
+    async fn end_of(&self, thread: &str, run_id: &Value) -> Value {
         let resp = self
             .http
             .get(format!(
@@ -103,7 +107,7 @@ impl Server {
                 .expect("valid event");
             let d: Value = serde_json::from_str(&ev.data).unwrap_or(Value::Null);
             if d["mode"] == "run"
-                && d["data"]["run_id"] == run_id
+                && d["data"]["run_id"] == *run_id
                 && d["data"]["status"] != "started"
             {
                 return d["data"].clone();
@@ -356,6 +360,10 @@ async fn a_thread_keeps_its_version_across_a_restart() {
         "GET /graphs shows the serving version's id"
     );
     let end = s.run("t2", "/threads/t2/runs", json!({"graph": "g"})).await;
+    assert_eq!(end["status"], "interrupted", "{end}");
+    // t1 must be at its interrupt too before the stop (a stop cancels a run in flight, which
+    // would then resume from an earlier checkpoint and stop at the interrupt again).
+    let end = s.end_of("t1", &started["run_id"]).await;
     assert_eq!(end["status"], "interrupted", "{end}");
     s.stop().await;
 
