@@ -478,7 +478,26 @@ fn repeated_tool_error(ms: &[Value]) -> Option<(usize, String)> {
         .iter()
         .rposition(|m| field(m, "type") == "ai")
         .map_or(0, |i| i + 1);
-    let all: Vec<_> = ms.iter().filter_map(failure).collect();
+    // Answers about the shape of one answer (a duplicate within it, calls past its limit) are
+    // not attempts; the same failure twice in one answer counts once.
+    let attempt = |f: &(Value, Value, Value)| {
+        !matches!(
+            f.2.pointer("/error/code").and_then(Value::as_str),
+            Some("DUPLICATE_CALL" | "TOO_MANY_CALLS")
+        )
+    };
+    let mut all: Vec<(usize, (Value, Value, Value))> = Vec::new();
+    let mut answer = 0;
+    for m in ms {
+        if field(m, "type") == "ai" {
+            answer += 1;
+        }
+        if let Some(f) = failure(m).filter(attempt) {
+            if !all.contains(&(answer, f.clone())) {
+                all.push((answer, f));
+            }
+        }
+    }
     let text = |(tool, _, error): &(Value, Value, Value)| {
         let message = error
             .pointer("/error/message")
@@ -489,7 +508,8 @@ fn repeated_tool_error(ms: &[Value]) -> Option<(usize, String)> {
     ms[newest_batch..]
         .iter()
         .filter_map(failure)
-        .map(|f| (all.iter().filter(|g| **g == f).count(), text(&f)))
+        .filter(attempt)
+        .map(|f| (all.iter().filter(|(_, g)| *g == f).count(), text(&f)))
         .max_by_key(|(n, _)| *n)
 }
 
@@ -562,6 +582,32 @@ mod tests {
 
     fn repeated(ms: &[Value]) -> Value {
         call("repeated_tool_error", &[Value::Array(ms.to_vec())]).unwrap()
+    }
+
+    /// One answer's identical failures count once, and its DUPLICATE_CALL / TOO_MANY_CALLS
+    /// answers not at all (a recorded answer held four copies of one call).
+    #[test]
+    fn one_answer_counts_once_and_batch_answers_not_at_all() {
+        let bad = json!({"nodes": "x"});
+        let call_of = |id: &str| json!({"id": id, "name": "submit", "args": bad.clone()});
+        let shape = |id: &str, code: &str| {
+            json!({"type": "tool", "tool_call_id": id, "name": "submit", "status": "error",
+                   "content": {"error": {"code": code, "message": "not run"}}})
+        };
+        let ms = vec![
+            json!({"type": "ai", "content": "", "tool_calls": [call_of("a"), call_of("b"), call_of("c"), call_of("d")]}),
+            failed("a", "nodes must be a list"),
+            failed("b", "nodes must be a list"),
+            shape("c", "DUPLICATE_CALL"),
+            shape("d", "TOO_MANY_CALLS"),
+        ];
+        assert_eq!(repeated(&ms), json!(1));
+        let only_shape = vec![
+            json!({"type": "ai", "content": "", "tool_calls": [call_of("a"), call_of("b")]}),
+            json!({"type": "tool", "tool_call_id": "a", "name": "submit", "content": "ok"}),
+            shape("b", "DUPLICATE_CALL"),
+        ];
+        assert_eq!(repeated(&only_shape), json!(0));
     }
 
     /// A tool executor's REPEATED_CALL answer (sent as a JSON string) is the failure it repeats.

@@ -147,6 +147,26 @@ pub fn require_n8n() -> Option<N8nInstance> {
     })
 }
 
+/// The folder holding the npm MCP servers' programs (`mcp-server-everything`,
+/// `mcp-server-filesystem`): `$AGENTGRAPH_TEST_MCP_BIN` (`scripts/mcp-servers install` installs
+/// them and prints it; `.ci/run` does both), or a skip.
+pub fn require_mcp_servers() -> Option<PathBuf> {
+    let dir = require_env(
+        "AGENTGRAPH_TEST_MCP_BIN",
+        "the npm MCP servers (eval \"$(scripts/mcp-servers install)\")",
+    )?;
+    let dir = PathBuf::from(dir);
+    for program in ["mcp-server-everything", "mcp-server-filesystem"] {
+        if !dir.join(program).exists() {
+            return skip(
+                "the npm MCP servers",
+                &format!("{} is not in {}", program, dir.display()),
+            );
+        }
+    }
+    Some(dir)
+}
+
 /// The URL of a PostgreSQL server for tests: `$AGENTGRAPH_TEST_POSTGRES_URL`.
 pub fn require_postgres() -> Option<String> {
     require_env(

@@ -282,15 +282,35 @@ impl StreamState {
                 let call = self.response.tool_calls.get(*pos)?;
                 Some((call.name.as_str(), text.as_str()))
             });
-            match last {
+            let cut = match last {
                 Some((tool, text)) => {
-                    http::check_cut_tool_call(PROVIDER, tool, text, self.max_tokens)?
+                    http::check_cut_tool_call(PROVIDER, tool, text, self.max_tokens).err()
                 }
-                None => tracing::warn!(
+                None => {
+                    tracing::warn!(
                     provider = PROVIDER,
                     max_tokens = ?self.max_tokens,
                     "the answer was cut off by max_tokens"
-                ),
+                    );
+                    None
+                }
+            };
+            if let Some(e) = cut {
+                // Complete calls before the cut one are kept; the cut one is dropped (the
+                // model sees only the calls that were made and goes on from there).
+                if self.calls.len() < 2 {
+                    return Err(e);
+                }
+                if let Some((_, pos, _)) = self.calls.pop() {
+                    if pos < self.response.tool_calls.len() {
+                        self.response.tool_calls.remove(pos);
+                    }
+                }
+                tracing::warn!(
+                    provider = PROVIDER,
+                    kept = self.response.tool_calls.len(),
+                    "dropped the last tool call, cut off by max_tokens: {e}"
+                );
             }
         }
         for (_, pos, text) in &self.calls {

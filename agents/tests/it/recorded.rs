@@ -447,3 +447,100 @@ async fn a_second_overflow_fails_with_a_clear_error() {
         "{err}"
     );
 }
+
+/// The recorded request replayed through an `llm` node forced to call `add_nodes`, with the
+/// request's output limit; `answers` are served in turn.
+async fn replay_cut(
+    name: &str,
+    answers: &[&str],
+) -> (MockServer, Result<RunOutput, RunError>, Vec<Value>) {
+    let server = MockServer::start().await;
+    for a in answers {
+        serve_once(&server, 200, fixture(a), "text/event-stream").await;
+    }
+    let req = request(name);
+    let (system, messages) = conversation(&req);
+    let limit = req["max_tokens"]
+        .as_u64()
+        .and_then(|n| u32::try_from(n).ok())
+        .expect("max_tokens");
+    let agent = LlmNode::new(model(&server))
+        .system(system)
+        .tools(specs(&req))
+        .tool_choice(agentgraph_agents::models::ToolChoice::Tool(
+            "add_nodes".into(),
+        ))
+        .max_tokens(limit)
+        .usage_channel("usage");
+    let (out, events) = run(&graph(agent, None), messages).await;
+    (server, out, events)
+}
+
+/// Asked for four nodes with a 120-token limit, the model made one complete `add_nodes` call
+/// and was cut in the middle of the second: the complete call is kept, the cut one dropped.
+#[tokio::test]
+async fn complete_calls_before_a_cut_one_are_kept() {
+    let (_server, out, events) = replay_cut("truncated_batch", &["truncated_batch.sse"]).await;
+    let out = out.expect("the answer is used");
+    let ai = out.values["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .expect("answer");
+    let calls = ai["tool_calls"].as_array().expect("tool calls");
+    assert_eq!(calls.len(), 1, "{ai}");
+    assert_eq!(calls[0]["name"], "add_nodes");
+    assert_eq!(calls[0]["args"]["name"], "Every Morning");
+    assert_eq!(
+        calls[0]["args"]["nodeType"],
+        "n8n-nodes-base.scheduleTrigger"
+    );
+    assert_eq!(ai["stop_reason"], "length");
+    let cut: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["recovery"] == "answer_cut")
+        .collect();
+    assert_eq!(cut.len(), 1, "{events:?}");
+    assert_eq!(cut[0]["kept_calls"], 1);
+}
+
+/// With a 40-token limit the only call was cut after `"name":`: the node asks once more with a
+/// note after the conversation; the recorded second answer (to exactly that request) was cut
+/// again, so the node fails with MODEL_OUTPUT_TRUNCATED, naming the tool and the limit.
+#[tokio::test]
+async fn a_cut_only_call_is_asked_again_once_with_a_note() {
+    let (server, out, events) = replay_cut(
+        "truncated_single",
+        &["truncated_single.sse", "truncated_single_retry.sse"],
+    )
+    .await;
+    let requests = server.received_requests().await.unwrap_or_default();
+    assert_eq!(requests.len(), 2);
+    let retry: Value = serde_json::from_slice(&requests[1].body).expect("JSON body");
+    let recorded = request("truncated_single_retry");
+    // The second request is the one the retry answer was recorded for.
+    assert_eq!(retry["messages"], recorded["messages"]);
+    let note = retry["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .expect("note");
+    assert_eq!(note["role"], "user");
+    assert!(note["content"]
+        .as_str()
+        .is_some_and(|t| t.contains("cut off at 40 tokens in the middle of the `add_nodes` call")));
+    assert!(
+        events.iter().any(|e| e["recovery"] == "output_truncated"),
+        "{events:?}"
+    );
+    let err = out.expect_err("cut again");
+    let text = err.to_string();
+    assert!(
+        text.contains("max_tokens (40)") && text.contains("`add_nodes`"),
+        "{text}"
+    );
+    assert!(
+        format!("{err:?}").contains("MODEL_OUTPUT_TRUNCATED"),
+        "{err:?}"
+    );
+}

@@ -17,7 +17,9 @@
 //! # `max_calls: 30` fails the node (MAX_CALLS) once the conversation holds 30 AI answers.
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
 //! node tools: tool_executor { tools: kit, model: main, usage: usage,
-//!                             settings: { http_request: {} }, repeat_limit: 2, repeats: repeats }
+//!                             settings: { http_request: {} }, repeat_limit: 2, repeats: repeats,
+//!                             max_batch: 12 }
+//! # (identical calls of one answer run once; with `max_batch`, calls past 12 are not run)
 //! # (an object of settings also gets `base_dir`: the graph file's folder, for relative paths)
 //! node shrink: compact { model: main, summary: summary, threshold: 20000, keep_last: 4 }
 //! node out: agent_output { format: "full", output: output, usage: usage }
@@ -91,6 +93,7 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::value("usage"),
             EntrySpec::value("repeat_limit"),
             EntrySpec::value("repeats"),
+            EntrySpec::value("max_batch"),
         ],
         "runs every tool call of the last AI message, concurrently",
         Arc::new(ToolExecutorFactory { tools }),
@@ -334,6 +337,9 @@ impl NodeFactory for ToolExecutorFactory {
         }
         if let Some(ch) = b.channel("repeats") {
             node = node.repeats_channel(ch);
+        }
+        if let Some(n) = usize_entry(b, "max_batch")? {
+            node = node.max_batch((n > 0).then_some(n));
         }
         match b.constant("settings")? {
             Some(Value::Object(per_tool)) => {

@@ -152,11 +152,25 @@ pub(crate) fn resolve<S: AsRef<str>>(ids: &[S]) -> Result<Vec<&'static Technique
     Ok(found)
 }
 
+/// How many techniques one call may ask for, unless the `max_techniques` setting says otherwise.
+/// Three documents are about 2 000 tokens; all twelve would fill a small model's context.
+pub const DEFAULT_MAX_TECHNIQUES: usize = 3;
+
+fn max_techniques(ctx: &ToolContext) -> usize {
+    ctx.settings()
+        .get("max_techniques")
+        .and_then(Value::as_u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| *n > 0)
+        .unwrap_or(DEFAULT_MAX_TECHNIQUES)
+}
+
 /// The `get_best_practices` tool.
 ///
 /// Arguments: `{"techniques": ["chatbot", …]}`. Returns one `<best_practices>` block per
 /// technique. Errors: `INVALID_INPUT` (no `techniques` list), `NO_TECHNIQUES` (empty list),
-/// `UNKNOWN_TECHNIQUE` (lists the valid ids).
+/// `UNKNOWN_TECHNIQUE` (lists the valid ids), `TOO_MANY_TECHNIQUES` (more than the
+/// `max_techniques` setting, default [`DEFAULT_MAX_TECHNIQUES`]).
 ///
 /// When a record channel is set (with [`GetBestPractices::with_record_channel`] or the
 /// `record_channel` tool setting, which wins), the tool also writes the list of fetched
@@ -187,8 +201,8 @@ impl GetBestPractices {
                 "Get best-practice guidance for building n8n workflows of the given kinds \
                  (techniques): recommended nodes by full type name, how to structure and \
                  connect them (including AI sub-node connections), parameters that change a \
-                 node's inputs/outputs, and common pitfalls. Call it first, with every \
-                 technique the user's request involves.\nTechniques:\n{list}"
+                 node's inputs/outputs, and common pitfalls. Call it first, with the one to \
+                 three techniques the user's request involves most.\nTechniques:\n{list}"
             ),
         }
     }
@@ -223,7 +237,7 @@ impl Tool for GetBestPractices {
             "properties": {
                 "techniques": {
                     "type": "array",
-                    "description": "The workflow techniques the request involves (one or more).",
+                    "description": "The workflow techniques the request involves most (one to three).",
                     "items": {"type": "string", "enum": technique_ids()},
                     "minItems": 1
                 }
@@ -278,6 +292,18 @@ impl Tool for GetBestPractices {
             ));
         }
         let resolved = resolve(&ids)?;
+        let max = max_techniques(ctx);
+        if resolved.len() > max {
+            return Err(ToolError::new(
+                "TOO_MANY_TECHNIQUES",
+                format!(
+                    "{} techniques asked for; ask for at most {max} at a time: the ones that fit \
+                     the request best (each document is long, and all of them would crowd the \
+                     conversation)",
+                    resolved.len()
+                ),
+            ));
+        }
         let text = resolved
             .iter()
             .map(|t| render(t))

@@ -161,6 +161,29 @@ async fn best_practices_input_errors() {
     assert!(text(&out).contains("technique=\"triage\""));
 }
 
+/// Asking for every technique at once (a small model did, and 34 000 characters of documents
+/// overflowed its context) is refused with the limit; the `max_techniques` setting moves it.
+#[tokio::test]
+async fn too_many_techniques_are_refused_with_the_limit() {
+    let tool = GetBestPractices::new();
+    let all: Vec<&str> = technique_ids();
+    let e = call(&tool, json!({ "techniques": all })).await.unwrap_err();
+    assert_eq!(e.code, "TOO_MANY_TECHNIQUES");
+    assert!(e.message.contains("at most 3"), "{}", e.message);
+    let four = json!({"techniques": ["triage", "notification", "scheduling", "chatbot"]});
+    assert_eq!(
+        call(&tool, four.clone()).await.unwrap_err().code,
+        "TOO_MANY_TECHNIQUES"
+    );
+    let out = call_in(&tool, four, &ctx_with(json!({"max_techniques": 4})))
+        .await
+        .unwrap();
+    assert_eq!(text(&out).matches("<best_practices ").count(), 4);
+    // Repeats count once.
+    let three = json!({"techniques": ["triage", "triage", "notification", "scheduling"]});
+    assert!(call(&tool, three).await.is_ok());
+}
+
 #[tokio::test]
 async fn fetched_techniques_can_be_recorded() {
     let tool = GetBestPractices::new().with_record_channel("best_practices_fetched");

@@ -2,6 +2,7 @@
 
 mod overflow;
 mod recovery;
+mod truncation;
 
 pub use overflow::OverflowCompaction;
 
@@ -435,7 +436,8 @@ impl LlmNode {
     }
 
     /// Answers `req`; after a context overflow, compacts the conversation and answers the
-    /// smaller request once more (`remembered`: the memory's messages, sent first).
+    /// smaller request once more (`remembered`: the memory's messages, sent first); after a
+    /// tool call cut off by the output limit, asks once more with a note (`truncation`).
     async fn answer(
         &self,
         ctx: &TaskContext,
@@ -446,6 +448,21 @@ impl LlmNode {
         let cause = match self.attempt(ctx, &req, msg_id).await {
             Ok(answer) => return Ok((answer, None)),
             Err(Failure::Model(e @ ModelError::ContextOverflow { .. })) => e,
+            Err(Failure::Model(e @ ModelError::OutputTruncated { .. }))
+                if !self.tools.is_empty() =>
+            {
+                tracing::warn!(
+                    target: "agentgraph::recover",
+                    node = ctx.node(),
+                    "tool call cut off by the output limit: calling the model again ({e})"
+                );
+                ctx.emit_custom(truncation::event(ctx.node(), &e)).await;
+                let retry = truncation::retry_request(&req, &e);
+                return match self.attempt(ctx, &retry, msg_id).await {
+                    Ok(answer) => Ok((answer, None)),
+                    Err(other) => Err(self.failure(other)),
+                };
+            }
             Err(other) => return Err(self.failure(other)),
         };
         let Some(policy) = &self.on_overflow else {
@@ -587,6 +604,12 @@ impl Node for LlmNode {
                         "recovered tool call: {r}"
                     );
                     ctx.emit_custom(r.event(ctx.node(), call_id)).await;
+                }
+                if response.truncated() && !response.tool_calls.is_empty() {
+                    let stop = response.stop_reason.clone();
+                    let event =
+                        truncation::kept_event(ctx.node(), response.tool_calls.len(), &stop);
+                    ctx.emit_custom(event).await;
                 }
                 let answer = recovery::mark(response.to_message(msg_id.clone()), &recovered);
                 if let (Some(memory), true) = (&self.memory, response.tool_calls.is_empty()) {

@@ -1,5 +1,6 @@
 //! The `tool_executor` node: runs every tool call of the last AI message concurrently.
 
+mod batch;
 mod repeats;
 
 pub use repeats::REPEATED_CALL;
@@ -71,6 +72,9 @@ pub struct ToolExecutorNode {
     pub repeat_limit: Option<usize>,
     /// An `int` channel receiving the longest run of identical failures of the batch.
     pub repeats_channel: Option<String>,
+    /// The most calls one answer may make; the calls past it are answered `TOO_MANY_CALLS`
+    /// without running (`None`: no limit).
+    pub max_batch: Option<usize>,
 }
 
 /// What one call came to.
@@ -103,7 +107,14 @@ impl ToolExecutorNode {
             pricing: None,
             repeat_limit: Some(2),
             repeats_channel: None,
+            max_batch: None,
         }
+    }
+
+    /// Runs at most `n` calls of one answer; the rest are answered `TOO_MANY_CALLS`.
+    pub fn max_batch(mut self, n: Option<usize>) -> Self {
+        self.max_batch = n;
+        self
     }
 
     /// Answers a call failing the same way `n` times in a row with `REPEATED_CALL` (`None`:
@@ -342,12 +353,25 @@ impl Node for ToolExecutorNode {
             None => self.model.clone(),
         };
         let none = Arc::new(Vec::new());
-        let mut results = futures::future::join_all(
-            calls
-                .iter()
-                .enumerate()
-                .map(|(i, c)| self.run_call(&ctx, model.clone(), c, i, none.clone())),
-        )
+        let history = ctx.state().list(&self.messages_channel);
+        let history = &history[..history.len().saturating_sub(1)];
+        let plan = if repeats::repeats_previous_answer(history, &calls) {
+            vec![Some(repeats::repeated_answer()); calls.len()]
+        } else {
+            batch::plan(&calls, self.max_batch)
+        };
+        let mut results = futures::future::join_all(calls.iter().enumerate().map(|(i, c)| {
+            let model = model.clone();
+            let none = none.clone();
+            let skip = plan[i].clone();
+            let ctx = &ctx;
+            async move {
+                match skip {
+                    None => self.run_call(ctx, model, c, i, none).await,
+                    Some(err) => batch::skipped(c, i, err),
+                }
+            }
+        }))
         .await;
         let interrupts = interrupts_of(&results);
         if !interrupts.is_empty() {
@@ -359,8 +383,6 @@ impl Node for ToolExecutorNode {
         if !interrupts.is_empty() {
             return Err(NodeError::Interrupted(interrupts));
         }
-        let history = ctx.state().list(&self.messages_channel);
-        let history = &history[..history.len().saturating_sub(1)];
         let mut messages = Vec::with_capacity(results.len());
         let mut writes = Vec::new();
         let mut longest = 0;

@@ -91,6 +91,66 @@ pub(super) fn repeated_content(repeat: &ToolError, original: &ToolError, n: usiz
     }})
 }
 
+/// Whether `calls` (the current answer's) repeat the previous answer exactly — the same calls
+/// with the same arguments, in the same order, every one of which succeeded — with nothing but
+/// their tool messages in between. Running them again would give the same results, so a model
+/// answering this way is looping (a small model sent the same `search_nodes` call in three
+/// answers in a row).
+pub(super) fn repeats_previous_answer(history: &[Value], calls: &[Value]) -> bool {
+    let key = |c: &Value| {
+        (
+            c.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            c.get("args").cloned().unwrap_or(Value::Null),
+        )
+    };
+    let kind = |m: &Value| {
+        m.get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut results: Vec<&Value> = Vec::new();
+    for m in history.iter().rev() {
+        match kind(m).as_str() {
+            "tool" => results.push(m),
+            "ai" => {
+                let previous: Vec<&Value> = m
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .map(|c| c.iter().collect())
+                    .unwrap_or_default();
+                if previous.is_empty() || previous.len() != calls.len() {
+                    return false;
+                }
+                let same = previous.iter().zip(calls).all(|(a, b)| key(a) == key(b));
+                let all_succeeded = previous.iter().all(|c| {
+                    let id = c.get("id").and_then(Value::as_str);
+                    results.iter().any(|r| {
+                        r.get("tool_call_id").and_then(Value::as_str) == id
+                            && attempt_error(r).is_none()
+                    })
+                });
+                return same && all_succeeded;
+            }
+            _ => return false,
+        }
+    }
+    false
+}
+
+/// The error answering each call of an answer that repeats the previous one.
+pub(super) fn repeated_answer() -> ToolError {
+    ToolError::new(
+        REPEATED_CALL,
+        "not run: this answer repeats your previous answer exactly (the same calls with the same \
+         arguments), and those calls succeeded: their results are above and would be the same. \
+         Use them and take the next step, or finish and answer.",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,6 +162,38 @@ mod tests {
     fn failed(id: &str, code: &str) -> Value {
         json!({"type": "tool", "tool_call_id": id, "status": "error",
                "content": {"error": {"code": code, "message": "no such node"}}})
+    }
+
+    #[test]
+    fn an_answer_repeating_the_previous_successful_one_is_recognised() {
+        let ok = |id: &str| json!({"type": "tool", "tool_call_id": id, "content": "results"});
+        let calls =
+            |id: &str, args: Value| vec![json!({"id": id, "name": "connect", "args": args})];
+        let args = json!({"a": "X"});
+        let history = vec![
+            json!({"type": "human", "content": "build"}),
+            ai("1", args.clone()),
+            ok("1"),
+        ];
+        assert!(repeats_previous_answer(&history, &calls("2", args.clone())));
+        // Other arguments, another count of calls, a failed previous call, a human message in
+        // between: not a repeat.
+        assert!(!repeats_previous_answer(
+            &history,
+            &calls("2", json!({"a": "Y"}))
+        ));
+        let mut two = calls("2", args.clone());
+        two.extend(calls("3", args.clone()));
+        assert!(!repeats_previous_answer(&history, &two));
+        let failed_before = vec![ai("1", args.clone()), failed("1", "NODE_NOT_FOUND")];
+        assert!(!repeats_previous_answer(
+            &failed_before,
+            &calls("2", args.clone())
+        ));
+        let mut nudged = history.clone();
+        nudged.push(json!({"type": "human", "content": "go on"}));
+        assert!(!repeats_previous_answer(&nudged, &calls("2", args.clone())));
+        assert!(!repeats_previous_answer(&[], &calls("2", args)));
     }
 
     #[test]

@@ -97,12 +97,30 @@ fn anthropic_cut_is_judged_on_the_last_tool_call() {
         json!({"type": "message_delta", "delta": {"stop_reason": "max_tokens"}}),
         json!({"type": "message_stop"}),
     ];
-    // Cut right after the tool's name: no arguments at all.
-    let e = run(&[&[start(0, "a"), start(1, "b")][..], &end[..]].concat()).unwrap_err();
+    // The only call, cut right after the tool's name: no arguments at all.
+    let e = run(&[&[start(0, "b")][..], &end[..]].concat()).unwrap_err();
     assert!(
         matches!(e, ModelError::OutputTruncated { ref tool, max_tokens: Some(8), .. } if tool == "b"),
         "{e:?}"
     );
+    // A complete call before the cut one is kept, the cut one dropped.
+    let r = run(&[
+        &[
+            start(0, "a"),
+            args(0, "{\"x\": 1}"),
+            start(1, "b"),
+            args(1, "{\"y"),
+        ][..],
+        &end[..],
+    ]
+    .concat())
+    .unwrap();
+    assert_eq!(r.tool_calls.len(), 1);
+    assert_eq!(
+        (r.tool_calls[0].name.as_str(), &r.tool_calls[0].args),
+        ("a", &json!({"x": 1}))
+    );
+    assert_eq!(r.stop_reason, "max_tokens");
     // A call whose arguments are complete JSON was not cut.
     let r = run(&[&[start(0, "a"), args(0, "{\"x\": 1}")][..], &end[..]].concat()).unwrap();
     assert_eq!(r.tool_calls[0].args, json!({"x": 1}));
