@@ -169,6 +169,16 @@ impl Tool for LazyTool {
         })?;
         tool.call(args, ctx).await
     }
+
+    // The real tool decides (a connect naming a node added earlier in the same answer runs
+    // again after it); it exists once any tool was called, which a failed call was.
+    fn rerun_after_batch(&self, error: &ToolError) -> bool {
+        self.n8n
+            .tools
+            .get()
+            .and_then(|tools| tools.get(&self.name))
+            .is_some_and(|t| t.rerun_after_batch(error))
+    }
 }
 
 /// A node kind whose factory (over the catalogue) is made when its first node is built.

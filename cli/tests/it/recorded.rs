@@ -700,3 +700,61 @@ async fn with_the_fenced_response_format_the_recorded_model_calls_tools_and_buil
         .to_string()
         .contains("That call failed exactly as before"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_connect_naming_nodes_added_in_the_same_answer_sees_them_in_the_shipped_graph() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded in an eval run of the single agent: one answer adds "Send Order Data" and "Mark
+    // Order Priority" and connects them by name (three times). In that run the connect failed
+    // with "the workflow has no nodes yet": the product's tools are made lazily, and the lazy
+    // wrapper did not pass on the real tool's wish to run again after its batch. The agent's
+    // next call is refused here (the recording ends).
+    let case = "single-agent-same-answer";
+    let (_, calls) = parse_answer(&answer(case, 2));
+    let names: Vec<&str> = calls.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names.iter().filter(|n| **n == "add_nodes").count(),
+        2,
+        "{names:?}"
+    );
+    assert_eq!(
+        names.iter().filter(|n| **n == "connect_nodes").count(),
+        3,
+        "{names:?}"
+    );
+    let plan = vec![answer(case, 1), answer(case, 2), Step::Refuse, Step::Refuse];
+    let (server, _provider) = RecordedProvider::start(plan).await;
+    let request = "Receive orders on a webhook, mark orders over 100 as high priority and the others as normal, and answer the caller with the order id and its priority";
+    let (_out, db) = turn(shipped("single-agent.ag"), request, server.uri()).await;
+    let stored = stored_state(&shipped("single-agent.ag"), db.path());
+    let state = &stored["values"];
+    let nodes: Vec<&str> = state["workflow"]["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["name"].as_str())
+        .collect();
+    assert_eq!(nodes, ["Send Order Data", "Mark Order Priority"]);
+    let connects: Vec<String> = state["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["type"] == "tool" && m["name"] == "connect_nodes")
+        .map(|m| m["content"].to_string())
+        .collect();
+    assert_eq!(connects.len(), 3, "{connects:#?}");
+    // It saw both nodes: what is left is its own mistake (ai_tool between two HTTP Request
+    // nodes), explained; the two identical connects were not run.
+    assert!(
+        connects[0].contains("INVALID_CONNECTION_TYPE"),
+        "{}",
+        connects[0]
+    );
+    assert!(!connects[0].contains("no nodes yet"), "{}", connects[0]);
+    assert!(
+        connects[1..].iter().all(|c| c.contains("DUPLICATE_CALL")),
+        "{connects:#?}"
+    );
+}
