@@ -209,6 +209,18 @@ fn tuple_items(tuple: &[Value], defs: &Map<String, Value>, depth: usize) -> Valu
     Value::Object(item)
 }
 
+/// The names of a `required` list.
+fn required_of(list: Option<&Value>) -> Vec<String> {
+    list.and_then(Value::as_array)
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A top-level union merged into one object schema: every alternative's properties, required
 /// only when every alternative requires them.
 fn merge_alternatives(obj: &mut Map<String, Value>, alternatives: &[Value]) {
@@ -224,32 +236,14 @@ fn merge_alternatives(obj: &mut Map<String, Value>, alternatives: &[Value]) {
                 props.entry(k.clone()).or_insert_with(|| v.clone());
             }
         }
-        let names: Vec<String> = alt
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| {
-                r.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_owned)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let names = required_of(alt.get("required"));
         required = Some(match required {
             None => names,
             Some(so_far) => so_far.into_iter().filter(|n| names.contains(n)).collect(),
         });
     }
     obj.insert("properties".into(), Value::Object(props));
-    let mut all: Vec<String> = obj
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut all = required_of(obj.get("required"));
     for n in required.unwrap_or_default() {
         if !all.contains(&n) {
             all.push(n);

@@ -341,40 +341,12 @@ impl StreamState {
             });
         }
         if self.response.stop_reason == "max_tokens" {
-            let last = self.tool_blocks.last().and_then(|(_, pos, text)| {
-                let call = self.response.tool_calls.get(*pos)?;
-                Some((call.name.as_str(), text.as_str()))
-            });
-            let cut = match last {
-                Some((tool, text)) => {
-                    http::check_cut_tool_call(PROVIDER, tool, text, self.max_tokens).err()
-                }
-                None => {
-                    tracing::warn!(
-                    provider = PROVIDER,
-                    max_tokens = ?self.max_tokens,
-                    "the answer was cut off by max_tokens"
-                    );
-                    None
-                }
-            };
-            if let Some(e) = cut {
-                // Complete calls before the cut one are kept; the cut one is dropped (the
-                // model sees only the calls that were made and goes on from there).
-                if self.tool_blocks.len() < 2 {
-                    return Err(e);
-                }
-                if let Some((_, pos, _)) = self.tool_blocks.pop() {
-                    if pos < self.response.tool_calls.len() {
-                        self.response.tool_calls.remove(pos);
-                    }
-                }
-                tracing::warn!(
-                    provider = PROVIDER,
-                    kept = self.response.tool_calls.len(),
-                    "dropped the last tool call, cut off by max_tokens: {e}"
-                );
-            }
+            http::settle_cut_answer(
+                PROVIDER,
+                &mut self.tool_blocks,
+                &mut self.response,
+                self.max_tokens,
+            )?;
         }
         for (_, pos, text) in &self.tool_blocks {
             if let Some(call) = self.response.tool_calls.get_mut(*pos) {

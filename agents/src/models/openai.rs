@@ -269,7 +269,7 @@ impl StreamState {
 
     /// The assembled answer, tool arguments parsed; fails if the stream was cut short, and
     /// with [`ModelError::OutputTruncated`] when the output limit (finish reason `length`) cut
-    /// a tool call. A text answer cut by the limit is returned (stop reason `length`).
+    /// its only tool call (complete calls before a cut one are kept: [`http::settle_cut_answer`]). A text answer cut by the limit is returned (stop reason `length`).
     pub fn finish(mut self, saw_done: bool) -> Result<ModelResponse, ModelError> {
         if !self.finished && !saw_done {
             return Err(ModelError::Network {
@@ -278,40 +278,12 @@ impl StreamState {
             });
         }
         if self.response.stop_reason == "length" {
-            let last = self.calls.last().and_then(|(_, pos, text)| {
-                let call = self.response.tool_calls.get(*pos)?;
-                Some((call.name.as_str(), text.as_str()))
-            });
-            let cut = match last {
-                Some((tool, text)) => {
-                    http::check_cut_tool_call(PROVIDER, tool, text, self.max_tokens).err()
-                }
-                None => {
-                    tracing::warn!(
-                    provider = PROVIDER,
-                    max_tokens = ?self.max_tokens,
-                    "the answer was cut off by max_tokens"
-                    );
-                    None
-                }
-            };
-            if let Some(e) = cut {
-                // Complete calls before the cut one are kept; the cut one is dropped (the
-                // model sees only the calls that were made and goes on from there).
-                if self.calls.len() < 2 {
-                    return Err(e);
-                }
-                if let Some((_, pos, _)) = self.calls.pop() {
-                    if pos < self.response.tool_calls.len() {
-                        self.response.tool_calls.remove(pos);
-                    }
-                }
-                tracing::warn!(
-                    provider = PROVIDER,
-                    kept = self.response.tool_calls.len(),
-                    "dropped the last tool call, cut off by max_tokens: {e}"
-                );
-            }
+            http::settle_cut_answer(
+                PROVIDER,
+                &mut self.calls,
+                &mut self.response,
+                self.max_tokens,
+            )?;
         }
         for (_, pos, text) in &self.calls {
             if let Some(call) = self.response.tool_calls.get_mut(*pos) {

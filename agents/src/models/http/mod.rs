@@ -25,7 +25,7 @@ pub use errors::{
     error_from_response, error_message, network_error, parse_retry_after, send_once, status_error,
 };
 pub use messages::{message_role, message_text, message_tool_calls};
-pub use sse::{check_cut_tool_call, parse_args, parse_json, sse_events};
+pub use sse::{check_cut_tool_call, parse_args, parse_json, settle_cut_answer, sse_events};
 
 use super::{CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, ModelResponse};
 use agentgraph_runtime::{RetryOn, RetryPolicy};

@@ -2,7 +2,7 @@
 //! check of a tool call cut off by the output limit.
 
 use super::errors::{network_error, truncate};
-use crate::models::ModelError;
+use crate::models::{ModelError, ModelResponse};
 use eventsource_stream::{Event, Eventsource};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
@@ -44,6 +44,49 @@ pub fn parse_args(provider: &str, tool: &str, text: &str) -> Result<Value, Model
             truncate(text, 200)
         ),
     })
+}
+
+/// Settles an answer the output limit cut off (Anthropic stop reason `max_tokens`, OpenAI
+/// finish reason `length`). `calls` are its tool calls as streamed: (stream index, position in
+/// `response.tool_calls`, argument text). A last call whose arguments are incomplete is dropped
+/// and the complete calls before it are kept (the model goes on from the calls that were
+/// made); a cut *only* call is [`ModelError::OutputTruncated`]. A cut text answer stays an
+/// answer.
+pub fn settle_cut_answer<K>(
+    provider: &str,
+    calls: &mut Vec<(K, usize, String)>,
+    response: &mut ModelResponse,
+    max_tokens: Option<u32>,
+) -> Result<(), ModelError> {
+    let last = calls.last().and_then(|(_, pos, text)| {
+        let call = response.tool_calls.get(*pos)?;
+        Some((call.name.as_str(), text.as_str()))
+    });
+    let Some((tool, text)) = last else {
+        tracing::warn!(
+            provider,
+            ?max_tokens,
+            "the answer was cut off by max_tokens"
+        );
+        return Ok(());
+    };
+    let Err(e) = check_cut_tool_call(provider, tool, text, max_tokens) else {
+        return Ok(());
+    };
+    if calls.len() < 2 {
+        return Err(e);
+    }
+    if let Some((_, pos, _)) = calls.pop() {
+        if pos < response.tool_calls.len() {
+            response.tool_calls.remove(pos);
+        }
+    }
+    tracing::warn!(
+        provider,
+        kept = response.tool_calls.len(),
+        "dropped the last tool call, cut off by max_tokens: {e}"
+    );
+    Ok(())
 }
 
 /// Checks the last tool call of an answer the output limit cut off (Anthropic stop reason
