@@ -133,6 +133,10 @@ impl AnthropicModel {
                 ToolChoice::None => json!({"type": "none"}),
                 ToolChoice::Tool(name) => json!({"type": "tool", "name": name}),
             };
+            // One call per answer; `none` forbids calls altogether and takes no such flag.
+            if req.parallel_tool_calls == Some(false) && req.tool_choice != ToolChoice::None {
+                body["tool_choice"]["disable_parallel_tool_use"] = json!(true);
+            }
         }
         body
     }

@@ -70,6 +70,11 @@ pub struct ModelRequest {
     pub tools: Vec<ToolSpec>,
     /// Tool choice.
     pub tool_choice: ToolChoice,
+    /// Whether one answer may hold several tool calls (`None`: the provider's default).
+    /// `Some(false)` asks for one call per answer: OpenAI's `parallel_tool_calls`, Anthropic's
+    /// `disable_parallel_tool_use`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
     /// Output limit.
     pub max_tokens: Option<u32>,
     /// Sampling temperature.

@@ -147,6 +147,9 @@ impl OpenAiModel {
                 ToolChoice::None => json!("none"),
                 ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
             };
+            if let Some(parallel) = req.parallel_tool_calls {
+                body["parallel_tool_calls"] = json!(parallel);
+            }
         }
         if let Some(schema) = &req.response_schema {
             body["response_format"] = json!({"type": "json_schema",
@@ -165,6 +168,10 @@ pub struct StreamState {
     finished: bool,
     /// The output limit sent with the request (for the error when it cuts a tool call).
     max_tokens: Option<u32>,
+    /// The request asked for one tool call per answer (`parallel_tool_calls: false`).
+    one_call: bool,
+    /// A second call began although one was asked for: the answer ends at the first.
+    stopped_early: bool,
 }
 
 impl StreamState {
@@ -174,6 +181,21 @@ impl StreamState {
             max_tokens,
             ..StreamState::default()
         }
+    }
+
+    /// Enforces one tool call per answer on the client: some servers (llama-server with a
+    /// renamed tool-call template, others) accept `parallel_tool_calls: false` and still send
+    /// several calls. The answer then ends where the second call begins ([`Self::stopped_early`])
+    /// and the reader closes the stream, which stops the server's generation.
+    pub fn one_call_per_answer(mut self, one_call: bool) -> Self {
+        self.one_call = one_call;
+        self
+    }
+
+    /// Whether the answer ended at its first tool call because a second one began; the rest
+    /// of the stream is not read (its usage, sent last, is then unknown).
+    pub fn stopped_early(&self) -> bool {
+        self.stopped_early
     }
 
     /// Takes one chunk, forwarding text and tool-call pieces to `emit`.
@@ -213,6 +235,14 @@ impl StreamState {
         }
         if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
             for (i, c) in calls.iter().enumerate() {
+                let index = c.get("index").and_then(Value::as_u64).unwrap_or(i as u64);
+                let new_call = !self.calls.iter().any(|c| c.0 == index);
+                if self.one_call && new_call && !self.calls.is_empty() {
+                    self.response.stop_reason = "tool_calls".into();
+                    self.finished = true;
+                    self.stopped_early = true;
+                    return Ok(());
+                }
                 self.tool_call_delta(i, c, emit);
             }
         }
@@ -350,7 +380,8 @@ impl http::StreamingApi for OpenAiModel {
             request = request.bearer_auth(key);
         }
         let resp = http::send_once(PROVIDER, request).await?;
-        let mut state = StreamState::new(max_tokens);
+        let one_call = body.get("parallel_tool_calls") == Some(&Value::Bool(false));
+        let mut state = StreamState::new(max_tokens).one_call_per_answer(one_call);
         let mut saw_done = false;
         let mut events = Box::pin(http::sse_events(PROVIDER, resp));
         while let Some(ev) = events.next().await {
@@ -365,6 +396,10 @@ impl http::StreamingApi for OpenAiModel {
             }
             let chunk = http::parse_json(PROVIDER, &ev.data)?;
             state.handle(&chunk, emit)?;
+            if state.stopped_early() {
+                // Dropping the stream closes the connection: the server stops generating.
+                break;
+            }
         }
         state.finish(saw_done)
     }

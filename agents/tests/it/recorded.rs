@@ -544,3 +544,68 @@ async fn a_cut_only_call_is_asked_again_once_with_a_note() {
         "{err:?}"
     );
 }
+
+/// The recorded request and answer: the single agent's first call on an empty workflow, sent
+/// with `parallel_tool_calls: false` and `search_nodes` named; llama-server still streamed 14
+/// calls until the 1 024-token limit cut the last (178 s of generation on two cores).
+async fn replay_flood(one_call: bool) -> (MockServer, Value) {
+    let server = MockServer::start().await;
+    serve_once(
+        &server,
+        200,
+        fixture("one_call_flood.sse"),
+        "text/event-stream",
+    )
+    .await;
+    let req = request("one_call_flood");
+    assert_eq!(req["parallel_tool_calls"], false, "as recorded");
+    let (system, messages) = conversation(&req);
+    let mut agent = LlmNode::new(model(&server))
+        .system(system)
+        .tools(specs(&req))
+        .tool_choice(agentgraph_agents::models::ToolChoice::Tool(
+            "search_nodes".into(),
+        ))
+        .max_tokens(1024);
+    if one_call {
+        agent = agent.parallel_tool_calls(false);
+    }
+    let (out, _) = run(&graph(agent, None), messages).await;
+    let ai = out.expect("run").values["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .expect("an answer");
+    (server, ai)
+}
+
+#[tokio::test]
+async fn one_call_per_answer_holds_when_the_server_sends_more() {
+    let (server, ai) = replay_flood(true).await;
+    let requests = server.received_requests().await.unwrap_or_default();
+    let sent: Value = serde_json::from_slice(&requests[0].body).expect("JSON body");
+    assert_eq!(sent["parallel_tool_calls"], false);
+    // Only the first call, whole; the answer ends where the second began.
+    let calls = ai["tool_calls"].as_array().expect("tool calls");
+    assert_eq!(calls.len(), 1, "{ai}");
+    assert_eq!(calls[0]["name"], "search_nodes");
+    assert_eq!(
+        calls[0]["args"],
+        json!({"queries": [{"queryType": "name", "query": "http"},
+                           {"queryType": "name", "query": "chat"}]})
+    );
+    // Not an answer cut by the output limit.
+    assert!(ai.get("stop_reason").is_none(), "{ai}");
+}
+
+#[tokio::test]
+async fn without_the_setting_the_whole_recorded_batch_is_kept() {
+    let (server, ai) = replay_flood(false).await;
+    let requests = server.received_requests().await.unwrap_or_default();
+    let sent: Value = serde_json::from_slice(&requests[0].body).expect("JSON body");
+    assert!(sent.get("parallel_tool_calls").is_none());
+    // 14 calls streamed; the 14th was cut by the output limit and is dropped.
+    let calls = ai["tool_calls"].as_array().expect("tool calls");
+    assert_eq!(calls.len(), 13, "{ai}");
+    assert_eq!(calls[12]["name"], "update_node_parameters");
+}

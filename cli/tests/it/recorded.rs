@@ -15,6 +15,18 @@ const MODEL: &str = "qwen2.5-coder-1.5b-instruct";
 
 /// One turn of `graph` through the CLI against the mock at `uri`: the run's output.
 fn run_turn(graph: &Path, db: &Path, thread: &str, text: &str, uri: &str) -> Output {
+    run_turn_with(graph, db, thread, text, uri, &[])
+}
+
+/// [`run_turn`] with extra environment variables.
+fn run_turn_with(
+    graph: &Path,
+    db: &Path,
+    thread: &str,
+    text: &str,
+    uri: &str,
+    vars: &[(&str, &str)],
+) -> Output {
     let input = json!({"messages": [{"type": "human", "content": text}]});
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
     cmd.arg("--db")
@@ -35,6 +47,8 @@ fn run_turn(graph: &Path, db: &Path, thread: &str, text: &str, uri: &str) -> Out
     if let Some(cat) = catalogue_dir() {
         cmd.env("AGENTGRAPH_N8N_CATALOGUE", cat);
     }
+    cmd.env_remove("AGENTGRAPH_PARALLEL_TOOL_CALLS");
+    cmd.envs(vars.iter().copied());
     cmd.output().expect("the agentgraph binary runs")
 }
 

@@ -14,6 +14,7 @@
 //! # `context: [context]` instead sends the rendered prompts after the conversation (a final
 //! # human message, never stored): the system prompt stays byte-identical, so cacheable.
 //! # `tool_choice` may be an expression on the state: `choose(len(items) == 0, "required", "auto")`.
+//! # `parallel_tool_calls: false` asks for one tool call per answer (null: the provider's default).
 //! # `max_calls: 30` fails the node (MAX_CALLS) once the conversation holds 30 AI answers.
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
 //! node tools: tool_executor { tools: kit, model: main, usage: usage,
@@ -65,6 +66,7 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::value("messages"),
             EntrySpec::value("tools"),
             EntrySpec::value("tool_choice"),
+            EntrySpec::value("parallel_tool_calls"),
             EntrySpec::value("max_tokens"),
             EntrySpec::value("temperature"),
             EntrySpec::value("usage"),
@@ -197,6 +199,15 @@ impl NodeFactory for LlmFactory {
                             .map_err(|e| NodeError::fatal(format!("tool_choice: {e}")))
                     });
                 }
+            }
+        }
+        match b.constant("parallel_tool_calls")? {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(parallel)) => node = node.parallel_tool_calls(parallel),
+            Some(other) => {
+                return Err(format!(
+                    "`parallel_tool_calls` is true, false or null (the provider's default), got {other}"
+                ))
             }
         }
         if let Some(v) = b.constant("max_tokens")?.and_then(|v| v.as_u64()) {

@@ -85,6 +85,8 @@ pub struct LlmNode {
     pub tool_choice: ToolChoice,
     /// Picks the tool choice from the state on each call (wins over `tool_choice`).
     pub tool_choice_by_state: Option<ToolChoiceFn>,
+    /// Whether one answer may hold several tool calls (`None`: the provider's default).
+    pub parallel_tool_calls: Option<bool>,
     /// Sends the rendered context as a final human message instead of a system part.
     pub context_as_message: bool,
     /// Output limit.
@@ -118,6 +120,7 @@ impl LlmNode {
             tools: Vec::new(),
             tool_choice: ToolChoice::Auto,
             tool_choice_by_state: None,
+            parallel_tool_calls: None,
             context_as_message: false,
             max_tokens: None,
             temperature: None,
@@ -218,6 +221,13 @@ impl LlmNode {
         self
     }
 
+    /// Allows or forbids several tool calls in one answer (forbidding them keeps a small
+    /// model from sending dozens of calls per answer).
+    pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
+        self.parallel_tool_calls = Some(parallel);
+        self
+    }
+
     /// Sets the output limit.
     pub fn max_tokens(mut self, n: u32) -> Self {
         self.max_tokens = Some(n);
@@ -260,6 +270,7 @@ impl LlmNode {
             messages,
             tools: self.tools.clone(),
             tool_choice,
+            parallel_tool_calls: self.parallel_tool_calls,
             max_tokens: self.max_tokens,
             temperature: self.temperature,
             response_schema: None,

@@ -307,3 +307,31 @@ fn anthropic_request_body_caps_cache_breakpoints_and_maps_options() {
         (json!(7), json!(1.0))
     );
 }
+
+#[test]
+fn one_call_per_answer_maps_to_disable_parallel_tool_use() {
+    use agentgraph_agents::models::ToolChoice;
+    let m = anthropic("http://127.0.0.1:9");
+    let mut req = tool_request();
+    assert!(
+        m.request_body(&req)["tool_choice"]
+            .get("disable_parallel_tool_use")
+            .is_none(),
+        "unset: the provider's default"
+    );
+    req.parallel_tool_calls = Some(false);
+    assert_eq!(
+        m.request_body(&req)["tool_choice"],
+        json!({"type": "any", "disable_parallel_tool_use": true})
+    );
+    req.tool_choice = ToolChoice::Tool("weather".into());
+    assert_eq!(
+        m.request_body(&req)["tool_choice"],
+        json!({"type": "tool", "name": "weather", "disable_parallel_tool_use": true})
+    );
+    req.parallel_tool_calls = Some(true);
+    assert_eq!(
+        m.request_body(&req)["tool_choice"],
+        json!({"type": "tool", "name": "weather"})
+    );
+}

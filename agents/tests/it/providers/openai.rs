@@ -226,3 +226,18 @@ async fn openai_cancel_mid_stream_drops_the_connection() {
     let (base, closed) = stalling_server(first).await;
     cancel_mid_stream(Arc::new(openai(&base, None)), closed).await;
 }
+
+#[test]
+fn one_call_per_answer_is_sent_as_parallel_tool_calls() {
+    let m = openai("http://127.0.0.1:9", Some("k"));
+    let mut req = tool_request();
+    assert!(m.request_body(&req).get("parallel_tool_calls").is_none());
+    req.parallel_tool_calls = Some(false);
+    assert_eq!(m.request_body(&req)["parallel_tool_calls"], json!(false));
+    req.parallel_tool_calls = Some(true);
+    assert_eq!(m.request_body(&req)["parallel_tool_calls"], json!(true));
+    // Without tools there is nothing to call: the flag is not sent.
+    let mut plain = hello();
+    plain.parallel_tool_calls = Some(false);
+    assert!(m.request_body(&plain).get("parallel_tool_calls").is_none());
+}
