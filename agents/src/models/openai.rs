@@ -14,6 +14,19 @@ const PROVIDER: &str = "openai";
 /// The endpoint used when `OPENAI_BASE_URL` is unset.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
+/// How a tool choice naming one tool is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NamedToolChoice {
+    /// `{"type": "function", "function": {"name": …}}` with every tool: OpenAI's API, vLLM.
+    #[default]
+    Native,
+    /// `"required"` with only the named tool in `tools`. llama.cpp's server accepts only string
+    /// tool choices (an object is dropped with a warning and the model chooses freely), Ollama
+    /// ignores the field; restricting the tools is what every server honours. The tool list
+    /// differs from the other calls', so a prompt cache is reused only up to the tools.
+    OnlyTool,
+}
+
 /// A model behind the OpenAI Chat Completions API or a compatible server.
 #[derive(Clone)]
 pub struct OpenAiModel {
@@ -22,6 +35,7 @@ pub struct OpenAiModel {
     base_url: String,
     max_tokens: Option<u32>,
     temperature: Option<f64>,
+    named_choice: NamedToolChoice,
     http: HttpClient,
 }
 
@@ -49,6 +63,7 @@ impl OpenAiModel {
             base_url: DEFAULT_BASE_URL.to_string(),
             max_tokens: None,
             temperature: None,
+            named_choice: NamedToolChoice::Native,
             http: HttpClient::new(HttpOptions::default())?,
         })
     }
@@ -56,6 +71,10 @@ impl OpenAiModel {
     /// A model configured like the official SDKs: `OPENAI_BASE_URL` (default
     /// `https://api.openai.com/v1`) and `OPENAI_API_KEY`, which is required only for the
     /// official endpoint (a local server such as Ollama needs none).
+    ///
+    /// `OPENAI_NAMED_TOOL_CHOICE` (`native` or `only-tool`) says how a named tool choice is
+    /// sent; unset, `native` for the official endpoint and `only-tool` for any other server
+    /// ([`NamedToolChoice`]).
     pub fn from_env(model: impl Into<String>) -> Result<Self, ModelError> {
         Self::from_lookup(model, http::env_var)
     }
@@ -74,7 +93,27 @@ impl OpenAiModel {
                     .into(),
             ));
         }
-        Ok(Self::new(model, key)?.with_base_url(base))
+        let official = base.contains("api.openai.com");
+        let named = match lookup("OPENAI_NAMED_TOOL_CHOICE").as_deref().map(str::trim) {
+            None | Some("") if official => NamedToolChoice::Native,
+            None | Some("") => NamedToolChoice::OnlyTool,
+            Some("native") => NamedToolChoice::Native,
+            Some("only-tool") => NamedToolChoice::OnlyTool,
+            Some(other) => {
+                return Err(ModelError::Config(format!(
+                    "OPENAI_NAMED_TOOL_CHOICE is `native` or `only-tool`, got `{other}`"
+                )))
+            }
+        };
+        Ok(Self::new(model, key)?
+            .with_base_url(base)
+            .with_named_tool_choice(named))
+    }
+
+    /// Sets how a tool choice naming one tool is sent.
+    pub fn with_named_tool_choice(mut self, how: NamedToolChoice) -> Self {
+        self.named_choice = how;
+        self
     }
 
     /// Sets the default output limit (a request's own limit wins).
@@ -133,9 +172,19 @@ impl OpenAiModel {
             body["temperature"] = json!(t);
         }
         if !req.tools.is_empty() {
+            // A named tool sent as `required` with that tool alone (when it is offered).
+            let only = match (&req.tool_choice, self.named_choice) {
+                (ToolChoice::Tool(name), NamedToolChoice::OnlyTool)
+                    if req.tools.iter().any(|t| &t.name == name) =>
+                {
+                    Some(name.as_str())
+                }
+                _ => None,
+            };
             body["tools"] = req
                 .tools
                 .iter()
+                .filter(|t| only.is_none_or(|name| t.name == name))
                 .map(|t| {
                     json!({"type": "function", "function": {
                         "name": t.name, "description": t.description, "parameters": t.input_schema}})
@@ -145,6 +194,7 @@ impl OpenAiModel {
                 ToolChoice::Auto => json!("auto"),
                 ToolChoice::Required => json!("required"),
                 ToolChoice::None => json!("none"),
+                ToolChoice::Tool(_) if only.is_some() => json!("required"),
                 ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
             };
             if let Some(parallel) = req.parallel_tool_calls {

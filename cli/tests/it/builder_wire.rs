@@ -193,6 +193,8 @@ async fn run_over_the_wire(slug: &str, arch: &str, wire: Wire) -> Result<(), Str
             ("AGENTGRAPH_PROVIDER", "openai".into()),
             ("OPENAI_API_KEY", KEY.into()),
             ("OPENAI_BASE_URL", format!("{uri}/v1")),
+            // The mock stands for OpenAI's own API, which takes a named tool choice as is.
+            ("OPENAI_NAMED_TOOL_CHOICE", "native".into()),
         ],
         Wire::Anthropic => vec![
             ("AGENTGRAPH_PROVIDER", "anthropic".into()),

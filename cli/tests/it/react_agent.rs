@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-const PROVIDER_VARS: [&str; 7] = [
+const PROVIDER_VARS: [&str; 8] = [
     "AGENTGRAPH_PROVIDER",
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
@@ -17,6 +17,7 @@ const PROVIDER_VARS: [&str; 7] = [
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
     "OPENAI_MODEL",
+    "OPENAI_NAMED_TOOL_CHOICE",
 ];
 
 fn graph() -> PathBuf {

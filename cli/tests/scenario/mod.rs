@@ -16,7 +16,7 @@ use std::sync::{Arc, OnceLock};
 
 /// Environment variables that choose or configure a model provider; a CLI run clears them all
 /// and sets only its own, so nothing from the outer environment leaks in.
-pub const PROVIDER_VARS: [&str; 10] = [
+pub const PROVIDER_VARS: [&str; 12] = [
     "AGENTGRAPH_PROVIDER",
     "AGENTGRAPH_SCRIPT_DIR",
     "AGENTGRAPH_SCRIPT_STATE",
@@ -27,6 +27,8 @@ pub const PROVIDER_VARS: [&str; 10] = [
     "OPENAI_BASE_URL",
     "OPENAI_MODEL",
     "AGENTGRAPH_N8N_CATALOGUE",
+    "OPENAI_NAMED_TOOL_CHOICE",
+    "AGENTGRAPH_PARALLEL_TOOL_CALLS",
 ];
 
 pub fn root() -> PathBuf {

@@ -224,8 +224,14 @@ fn build_new(m: &ModelDecl, base_dir: &Path) -> Result<Arc<dyn ChatModel>, Strin
         "anthropic" => "ANTHROPIC_API_KEY",
         _ => "OPENAI_API_KEY",
     };
-    let lookup = |var: &str| match &api_key {
-        Some(k) if var == key_var => Some(k.clone()),
+    // The block's `base_url` too: the provider decides some defaults by its endpoint.
+    let url_var = match provider {
+        "anthropic" => "ANTHROPIC_BASE_URL",
+        _ => "OPENAI_BASE_URL",
+    };
+    let lookup = |var: &str| match (&api_key, &base_url) {
+        (Some(k), _) if var == key_var => Some(k.clone()),
+        (_, Some(u)) if var == url_var => Some(u.clone()),
         _ => env(var),
     };
     // Both HTTP providers take the same optional settings.

@@ -241,3 +241,62 @@ fn one_call_per_answer_is_sent_as_parallel_tool_calls() {
     plain.parallel_tool_calls = Some(false);
     assert!(m.request_body(&plain).get("parallel_tool_calls").is_none());
 }
+
+#[test]
+fn a_named_tool_is_sent_as_required_with_that_tool_alone_to_compatible_servers() {
+    use agentgraph_agents::models::ToolChoice;
+    let vars = |base: &'static str, how: Option<&'static str>| {
+        move |v: &str| match v {
+            "OPENAI_BASE_URL" => Some(base.to_string()),
+            "OPENAI_API_KEY" => Some("k".to_string()),
+            "OPENAI_NAMED_TOOL_CHOICE" => how.map(str::to_string),
+            _ => None,
+        }
+    };
+    let mut req = tool_request();
+    req.tools.push(agentgraph_agents::models::ToolSpec {
+        name: "clock".into(),
+        description: "The time".into(),
+        input_schema: json!({"type": "object"}),
+    });
+    req.tool_choice = ToolChoice::Tool("clock".into());
+    let names = |body: &Value| -> Vec<String> {
+        body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["function"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // A local server (llama.cpp's drops an object tool choice): `required`, one tool.
+    let local = OpenAiModel::from_lookup("m", vars("http://127.0.0.1:8089/v1", None)).unwrap();
+    let body = local.request_body(&req);
+    assert_eq!(body["tool_choice"], "required");
+    assert_eq!(names(&body), ["clock"]);
+    // The official API: the named form, every tool.
+    let official = OpenAiModel::from_lookup("m", vars("https://api.openai.com/v1", None)).unwrap();
+    let body = official.request_body(&req);
+    assert_eq!(
+        body["tool_choice"],
+        json!({"type": "function", "function": {"name": "clock"}})
+    );
+    assert_eq!(names(&body), ["weather", "clock"]);
+    // The variable overrides the default either way.
+    let native =
+        OpenAiModel::from_lookup("m", vars("http://127.0.0.1:1/v1", Some("native"))).unwrap();
+    assert_eq!(names(&native.request_body(&req)), ["weather", "clock"]);
+    let only = OpenAiModel::from_lookup("m", vars("https://api.openai.com/v1", Some("only-tool")))
+        .unwrap();
+    assert_eq!(names(&only.request_body(&req)), ["clock"]);
+    // A name that is not offered is sent as it is.
+    req.tool_choice = ToolChoice::Tool("nope".into());
+    let body = local.request_body(&req);
+    assert_eq!(names(&body), ["weather", "clock"]);
+    assert_eq!(body["tool_choice"]["function"]["name"], "nope");
+    // Other choices are untouched.
+    req.tool_choice = ToolChoice::Required;
+    assert_eq!(names(&local.request_body(&req)), ["weather", "clock"]);
+    let err =
+        OpenAiModel::from_lookup("m", vars("http://127.0.0.1:1/v1", Some("object"))).unwrap_err();
+    assert!(err.to_string().contains("`native` or `only-tool`"), "{err}");
+}
