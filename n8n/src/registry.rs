@@ -111,6 +111,11 @@ impl N8n {
             Arc::new(crate::run_tool::RunWorkflowTool),
         );
         agentgraph_dsl::agents::register(&mut reg, lazy);
+        let n8n = self.clone();
+        reg.register_function(
+            agentgraph_std_tools::dsl::STRUCTURE_PROBLEMS,
+            agentgraph_std_tools::dsl::structure_problems_function(move || n8n.catalogue()),
+        );
         if let Some(kind) = reg.kinds.get_mut(APPLY_OPERATIONS) {
             kind.factory = Some(Arc::new(LazyKind {
                 kind: APPLY_OPERATIONS,

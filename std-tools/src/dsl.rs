@@ -69,6 +69,13 @@ pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
             }),
         },
     );
+    reg.register_function(
+        STRUCTURE_PROBLEMS,
+        structure_problems_function({
+            let catalogue = catalogue.clone();
+            move || catalogue.clone()
+        }),
+    );
     reg.register_kind(
         "apply_operations",
         vec![
@@ -80,6 +87,39 @@ pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
          failures and notes go to the `messages` channel, if given",
         Arc::new(ApplyOperationsFactory { catalogue }),
     );
+}
+
+/// The name of the function [`structure_problems_function`] makes.
+pub const STRUCTURE_PROBLEMS: &str = "structure_problems";
+
+/// `structure_problems(workflow)`: the structure check's findings that leave a workflow
+/// unfinished ([`crate::validate::unfinished`]: its errors, a trigger or a node that is not
+/// connected, each as `"CODE: node \"Name\": message"`); `[]` for a workflow with no such problem or a value that is not a
+/// workflow. `catalogue` is asked on each call (the product loads it on first use).
+pub fn structure_problems_function(
+    catalogue: impl Fn() -> Arc<Catalogue> + Send + Sync + 'static,
+) -> agentgraph_dsl::extensions::Function {
+    agentgraph_dsl::extensions::Function {
+        min: 1,
+        max: 1,
+        returns: agentgraph_dsl::types::Ty::List(Box::new(agentgraph_dsl::types::Ty::String)),
+        doc: "structure_problems(workflow): what the structure check finds unfinished (errors, \
+              unconnected trigger or nodes), as \"CODE: message\" strings"
+            .into(),
+        call: Arc::new(move |args| {
+            let Some(workflow) = args
+                .first()
+                .and_then(|v| crate::workflow::Workflow::from_value_ref(v).ok())
+            else {
+                return Ok(serde_json::Value::Array(Vec::new()));
+            };
+            let problems = crate::validate::unfinished(&workflow, &catalogue())
+                .into_iter()
+                .map(serde_json::Value::String)
+                .collect();
+            Ok(serde_json::Value::Array(problems))
+        }),
+    }
 }
 
 struct ApplyOperationsFactory {

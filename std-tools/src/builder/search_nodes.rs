@@ -26,7 +26,7 @@ use std::sync::Arc;
 /// Results per query.
 pub const SEARCH_LIMIT: usize = 5;
 /// Most queries in one call.
-pub const MAX_QUERIES: usize = 20;
+pub const MAX_QUERIES: usize = 10;
 
 /// The `search_nodes` tool.
 #[derive(Debug, Clone)]
@@ -232,17 +232,21 @@ impl Tool for SearchNodes {
         json!({
             "type": "object",
             "properties": {
+                // `maxItems` and a required `query` also bound what a server's schema grammar
+                // lets a small model write: it was seen sending queries without words, and one
+                // call with queries until its output limit.
                 "queries": {
                     "type": "array",
                     "minItems": 1,
+                    "maxItems": MAX_QUERIES,
                     "items": {
                         "type": "object",
                         "properties": {
                             "queryType": {"type": "string", "enum": ["name", "subNodeSearch"]},
-                            "query": {"type": "string", "description": "Search words (required for `name`)."},
+                            "query": {"type": "string", "description": "Search words (for `subNodeSearch` may be \"\")."},
                             "connectionType": {"type": "string", "description": "For `subNodeSearch`: the connection type the sub-node outputs, e.g. ai_languageModel."}
                         },
-                        "required": ["queryType"]
+                        "required": ["queryType", "query"]
                     }
                 }
             },

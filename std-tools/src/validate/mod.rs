@@ -226,6 +226,28 @@ pub fn validate_structure(workflow: &Workflow, catalogue: &Catalogue) -> Report 
     run(workflow, catalogue, true, false)
 }
 
+/// What the structure check finds that leaves a workflow unfinished: its errors, and a trigger
+/// or a node that is not connected (warnings otherwise), each as `"CODE: node \"Name\":
+/// message"` (without the node part for the workflow as a whole). Empty for
+/// a workflow a build could end on.
+pub fn unfinished(workflow: &Workflow, catalogue: &Catalogue) -> Vec<String> {
+    validate_structure(workflow, catalogue)
+        .findings
+        .iter()
+        .filter(|f| {
+            f.severity == Severity::Error
+                || matches!(
+                    f.code,
+                    codes::TRIGGER_NOT_CONNECTED | codes::UNREACHABLE_NODE
+                )
+        })
+        .map(|f| match &f.node {
+            Some(node) => format!("{}: node \"{node}\": {}", f.code, f.message),
+            None => format!("{}: {}", f.code, f.message),
+        })
+        .collect()
+}
+
 /// Runs the configuration rules.
 pub fn validate_configuration(workflow: &Workflow, catalogue: &Catalogue) -> Report {
     run(workflow, catalogue, false, true)

@@ -11,7 +11,7 @@ async fn search_nodes_name_and_sub_node_queries() {
             &tool,
             json!({"queries": [
                 {"queryType": "name", "query": "http"},
-                {"queryType": "subNodeSearch", "connectionType": "ai_languageModel"},
+                {"queryType": "subNodeSearch", "connectionType": "ai_languageModel", "query": ""},
                 {"queryType": "name", "query": "zzzznothing"}
             ]}),
         )
@@ -71,6 +71,31 @@ async fn search_nodes_errors() {
         .expect_err("unknown type");
     assert_eq!(e.code, codes::INVALID_INPUT);
     assert!(e.message.contains("subNodeSearch"));
+    // Eleven queries in one call are refused (a small model sent one query after another
+    // until its output limit); ten run.
+    let words = [
+        "http", "gmail", "slack", "webhook", "schedule", "set", "if", "merge", "code", "wait",
+        "filter",
+    ];
+    let many = |n: usize| {
+        let queries: Vec<Value> = words[..n]
+            .iter()
+            .map(|w| json!({"queryType": "name", "query": w}))
+            .collect();
+        json!({ "queries": queries })
+    };
+    let e = s.err(&tool, many(11)).await;
+    assert!(e.code == codes::INVALID_INPUT || e.code == "SCHEMA", "{e}");
+    assert!(tool.call(many(10), &s.ctx()).await.is_ok());
+    // Every query names its words (`""` for all sub-nodes of a connection type): the schema
+    // requires it, so a server's schema grammar makes a small model write them.
+    let e = s
+        .err(
+            &tool,
+            json!({"queries": [{"queryType": "subNodeSearch", "connectionType": "ai_tool"}]}),
+        )
+        .await;
+    assert_eq!(e.code, "SCHEMA", "{e}");
 }
 
 #[tokio::test]

@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 mod agents;
 mod inputs;
 mod parameters;
+mod problems;
 mod reachability;
 mod reports;
 mod structure;
