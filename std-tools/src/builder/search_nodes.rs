@@ -224,7 +224,7 @@ impl Tool for SearchNodes {
          type names, display names, aliases and descriptions (e.g. \"http\", \"gmail\", \
          \"schedule\"); `subNodeSearch` queries find AI sub-nodes that output a connection type \
          (ai_languageModel, ai_tool, ai_memory, ai_embedding, ai_document, ai_textSplitter, \
-         ai_vectorStore, ai_outputParser …), filtered by `query` (`""` for all). Returns up to 5 \
+         ai_vectorStore, ai_outputParser …), filtered by `query` (`\"\"` for all). Returns up to 5 \
          nodes per query with their full type name, version, description, inputs and outputs."
     }
 
