@@ -126,14 +126,27 @@ pub(super) fn repeats_previous_answer(history: &[Value], calls: &[Value]) -> boo
                     return false;
                 }
                 let same = previous.iter().zip(calls).all(|(a, b)| key(a) == key(b));
-                let all_succeeded = previous.iter().all(|c| {
+                if !same {
+                    return false;
+                }
+                let result_of = |c: &Value| {
                     let id = c.get("id").and_then(Value::as_str);
-                    results.iter().any(|r| {
-                        r.get("tool_call_id").and_then(Value::as_str) == id
-                            && attempt_error(r).is_none()
-                    })
-                });
-                return same && all_succeeded;
+                    results
+                        .iter()
+                        .find(|r| r.get("tool_call_id").and_then(Value::as_str) == id)
+                        .map(|r| attempt_error(r))
+                };
+                // The same answer refused as a repeat: what counts is the one before it (a
+                // small model alternated an identical search and its refusal, so every other
+                // copy ran).
+                let refused = previous.iter().all(
+                    |c| matches!(result_of(c), Some(Some((code, _))) if code == REPEATED_CALL),
+                );
+                if refused {
+                    results.clear();
+                    continue;
+                }
+                return previous.iter().all(|c| matches!(result_of(c), Some(None)));
             }
             _ => return false,
         }
@@ -193,7 +206,22 @@ mod tests {
         let mut nudged = history.clone();
         nudged.push(json!({"type": "human", "content": "go on"}));
         assert!(!repeats_previous_answer(&nudged, &calls("2", args.clone())));
-        assert!(!repeats_previous_answer(&[], &calls("2", args)));
+        assert!(!repeats_previous_answer(&[], &calls("2", args.clone())));
+        // The shape recorded from a small model: the search ran, its copy was refused, and the
+        // third copy is still a repeat of the one that ran.
+        let mut alternating = history.clone();
+        alternating.push(ai("2", args.clone()));
+        alternating.push(
+            json!({"type": "tool", "tool_call_id": "2", "status": "error",
+            "content": {"error": {"code": REPEATED_CALL, "message": "not run"}}}),
+        );
+        assert!(repeats_previous_answer(
+            &alternating,
+            &calls("3", args.clone())
+        ));
+        // A refused copy with nothing that ran before it is not.
+        let refused_only = alternating[2..].to_vec();
+        assert!(!repeats_previous_answer(&refused_only, &calls("3", args)));
     }
 
     #[test]
