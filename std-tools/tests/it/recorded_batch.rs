@@ -25,40 +25,31 @@ fn fixture(name: &str) -> String {
         .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
 
-#[tokio::test]
-async fn a_connect_in_the_batch_that_adds_its_nodes_succeeds() {
+/// The real add_nodes and connect_nodes tools over the built-in catalogue.
+fn add_connect_tools() -> Vec<Arc<dyn Tool>> {
+    let catalogue = Arc::new(Catalogue::builtin().expect("built-in catalogue"));
+    vec![
+        Arc::new(AddNodes::new(catalogue.clone())),
+        Arc::new(ConnectNodes::new(catalogue)),
+    ]
+}
+
+/// Replays the recorded answer `sse` (a fixture name) from a loopback server through
+/// `llm` (with `system`) → `tool_executor` → `apply_operations` with the add and connect
+/// tools, for the human message `user`; the run's output.
+pub(crate) async fn replay_add_connect(sse: &str, system: &str, user: &str) -> RunOutput {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(fixture("parallel_add_connect.sse"), "text/event-stream"),
-        )
+        .respond_with(ResponseTemplate::new(200).set_body_raw(fixture(sse), "text/event-stream"))
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    let req: Value =
-        serde_json::from_str(&fixture("parallel_add_connect.request.json")).expect("request");
-    let catalogue = Arc::new(Catalogue::builtin().expect("built-in catalogue"));
-    let tools: Vec<Arc<dyn Tool>> = vec![
-        Arc::new(AddNodes::new(catalogue.clone())),
-        Arc::new(ConnectNodes::new(catalogue.clone())),
-    ];
-    // The tools offered are the ones the recorded request offered.
-    let recorded: Vec<&str> = req["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
+    let tools = add_connect_tools();
     let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
-    let offered: Vec<&str> = specs.iter().map(|s| s.name.as_str()).collect();
-    assert_eq!(recorded, offered);
     let model = OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
         .expect("client")
         .with_base_url(format!("{}/v1", server.uri()));
-    let system = req["messages"][0]["content"].as_str().unwrap_or("");
-    let user = req["messages"][1]["content"].as_str().unwrap_or("");
     let agent = LlmNode::new(Arc::new(model)).system(system).tools(specs);
     let g = GraphBuilder::new("batch")
         .channel(message_list("messages"))
@@ -75,10 +66,30 @@ async fn a_connect_in_the_batch_that_adds_its_nodes_succeeds() {
         .expect("graph")
         .with_checkpointer(memory());
     let input = json!({"messages": [{"type": "human", "id": "h", "content": user}]});
-    let out = g
-        .invoke(values(input), RunConfig::thread("t"))
+    g.invoke(values(input), RunConfig::thread("t"))
         .await
-        .expect("run");
+        .expect("run")
+}
+
+#[tokio::test]
+async fn a_connect_in_the_batch_that_adds_its_nodes_succeeds() {
+    let req: Value =
+        serde_json::from_str(&fixture("parallel_add_connect.request.json")).expect("request");
+    // The tools offered are the ones the recorded request offered.
+    let recorded: Vec<&str> = req["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    let offered: Vec<String> = add_connect_tools()
+        .iter()
+        .map(|t| t.name().to_string())
+        .collect();
+    assert_eq!(recorded, offered);
+    let system = req["messages"][0]["content"].as_str().unwrap_or("");
+    let user = req["messages"][1]["content"].as_str().unwrap_or("");
+    let out = replay_add_connect("parallel_add_connect.sse", system, user).await;
     let messages = out.values["messages"].as_array().expect("messages");
     let ai = &messages[1];
     let called: Vec<&str> = ai["tool_calls"]
