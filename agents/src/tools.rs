@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 pub mod recover;
 mod schema;
+mod source;
 pub use schema::validate_args;
+pub use source::{ListedTools, ToolSource};
 
 /// What a tool returns: the content of its tool message, plus state writes (e.g. queued
 /// operations) applied with the tool executor's update.

@@ -261,6 +261,8 @@ fn main() -> ExitCode {
         }
     };
     let code = rt.block_on(dispatch(cli));
+    // MCP servers the graphs started (child processes, HTTP sessions) end with the command.
+    rt.block_on(agentgraph_mcp::Pool::global().shutdown());
     ExitCode::from(code)
 }
 

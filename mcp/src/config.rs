@@ -69,7 +69,8 @@ impl ServerConfig {
         })
     }
 
-    fn new(transport: Transport) -> Self {
+    /// A server reached through `transport`, all its tools, the default time limit.
+    pub fn new(transport: Transport) -> Self {
         ServerConfig {
             transport,
             only: Vec::new(),

@@ -14,6 +14,7 @@ mod connection;
 mod error;
 mod pool;
 mod schema;
+mod source;
 mod tool;
 
 pub use config::{ServerConfig, Transport, DEFAULT_CALL_TIMEOUT};
@@ -21,4 +22,5 @@ pub use connection::{Connection, RemoteTool};
 pub use error::McpError;
 pub use pool::Pool;
 pub use schema::sanitize;
+pub use source::McpSource;
 pub use tool::{result_output, toolset, McpTool};

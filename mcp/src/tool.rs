@@ -35,7 +35,7 @@ impl std::fmt::Debug for McpTool {
 pub async fn toolset(
     pool: &Arc<Pool>,
     config: &ServerConfig,
-    taken: &dyn Fn(&str) -> Option<String>,
+    taken: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<Vec<Arc<dyn Tool>>, McpError> {
     let listed = pool.list_tools(&config.transport).await?;
     let server = config.transport.to_string();

@@ -7,6 +7,8 @@
 //! prompt system = file("prompts/system.md")
 //! prompt context = "The draft: {{ draft | json }}"      # templated: rendered per call
 //! tools kit = [search, calculator]
+//! tools fs = mcp { command: "npx", args: ["-y", "@modelcontextprotocol/server-filesystem", "."] }
+//! tools all = [search, fs]                              # a set may include other sets
 //! node agent: llm { model: main, system: [system, context], messages: messages, tools: kit,
 //!                   tool_choice: "auto", max_iterations: 10, usage: usage,
 //!                   memory: { store: "sled", window: 20 },
@@ -44,6 +46,7 @@ use std::sync::Arc;
 
 pub mod memory;
 pub mod model;
+pub mod tool_sets;
 
 pub use memory::build_memory;
 pub use model::{auto_provider, build_model, defer_model_errors, pricing, PROVIDER_VAR};
@@ -183,7 +186,10 @@ impl NodeFactory for LlmFactory {
             node = node.messages_channel(ch);
         }
         if let Some(set) = b.channel("tools") {
-            node = node.tools(tool_set(b, set, &self.tools)?.into_iter().map(|t| t.spec()));
+            let (fixed, listed) = tool_sets::resolve(b.graph, set, &self.tools, &b.base_dir)?;
+            node = node
+                .tools(fixed.iter().map(|t| t.spec()))
+                .listed_tools(listed);
         }
         if let Some(c) = b.expr("tool_choice") {
             match const_value(c) {
@@ -306,21 +312,6 @@ fn prompt_parts(b: &NodeBuild<'_>, key: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
-fn tool_set(b: &NodeBuild<'_>, set: &str, tools: &ToolMap) -> Result<Vec<Arc<dyn Tool>>, String> {
-    let decl = b
-        .tool_set(set)
-        .ok_or_else(|| format!("tool set `{set}` is not declared"))?;
-    decl.tools
-        .iter()
-        .map(|t| {
-            tools
-                .get(&t.name.name)
-                .cloned()
-                .ok_or_else(|| format!("tool `{}` is not registered", t.name.name))
-        })
-        .collect()
-}
-
 struct ToolExecutorFactory {
     tools: Arc<ToolMap>,
 }
@@ -328,7 +319,10 @@ struct ToolExecutorFactory {
 impl NodeFactory for ToolExecutorFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
         let set = b.channel("tools").ok_or("`tools` names a tool set")?;
-        let mut node = ToolExecutorNode::new(tool_set(b, set, &self.tools)?);
+        let (fixed, listed) = tool_sets::resolve(b.graph, set, &self.tools, &b.base_dir)?;
+        // Settings can name a listed tool only once it is listed.
+        let has_listed = !listed.is_empty();
+        let mut node = ToolExecutorNode::new(fixed).listed_tools(listed);
         if let Some(ch) = b.channel("messages") {
             node = node.messages_channel(ch);
         }
@@ -355,7 +349,7 @@ impl NodeFactory for ToolExecutorFactory {
         match b.constant("settings")? {
             Some(Value::Object(per_tool)) => {
                 for (tool, settings) in per_tool {
-                    if !node.tools.contains_key(&tool) {
+                    if !node.tools.contains_key(&tool) && !has_listed {
                         return Err(format!(
                             "`settings` names tool `{tool}`, which is not in tool set `{set}`"
                         ));

@@ -220,22 +220,33 @@ pub struct PromptDecl {
     pub span: Span,
 }
 
-/// `tools name = [a, b { option: v }]`.
+/// `tools name = [a, b { option: v }, other_set]` or `tools name = mcp { … }`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolsDecl {
     /// The set's name.
     pub name: Ident,
-    /// Its tools.
+    /// Its tools (registered tools, or other sets whose tools it includes); empty for a source.
     pub tools: Vec<ToolRef>,
+    /// A source whose tools are listed at run time (`mcp { … }`), instead of a list.
+    pub source: Option<ToolSource>,
     /// Where.
     #[serde(skip)]
     pub span: Span,
 }
 
+/// `kind { options }`: tools listed at run time, e.g. an MCP server's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSource {
+    /// The kind (`mcp`).
+    pub kind: Ident,
+    /// How to reach it and which tools to take.
+    pub options: ObjectLit,
+}
+
 /// One tool of a set, with options.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolRef {
-    /// The registered tool name.
+    /// The registered tool name, or another set's name.
     pub name: Ident,
     /// Per-tool options.
     pub options: Option<ObjectLit>,

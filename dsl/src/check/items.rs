@@ -2,6 +2,7 @@
 //! interrupts and `config`.
 
 use super::Checker;
+use crate::agents::tool_sets;
 use crate::ast::*;
 use crate::diagnostic::catalogue as diag;
 use crate::registry::CONFIG_KEYS;
@@ -56,11 +57,30 @@ impl Checker<'_, '_> {
     }
 
     fn tools(&mut self, t: &ToolsDecl) {
+        if let Some(source) = &t.source {
+            self.tool_source(source);
+            return;
+        }
         for tr in &t.tools {
-            if !self.reg.tools.contains_key(&tr.name.name) {
-                let registered: Vec<&str> = self.reg.tools.keys().map(String::as_str).collect();
+            let name = tr.name.name.as_str();
+            let is_set = self.s.toolsets.contains_key(name);
+            if !self.reg.tools.contains_key(name) && !is_set {
+                let known: Vec<&str> = self
+                    .reg
+                    .tools
+                    .keys()
+                    .chain(self.s.toolsets.keys())
+                    .map(String::as_str)
+                    .collect();
                 self.out
-                    .push(diag::unknown_tool(tr.name.span, &tr.name.name, &registered));
+                    .push(diag::unknown_tool(tr.name.span, name, &known));
+            }
+            if let (true, Some(o)) = (is_set, &tr.options) {
+                self.out.push(diag::bad_tool_source(
+                    o.span,
+                    format!("`{name}` is a tool set: its tools take no options here"),
+                    "options belong to single tools (`calculator { … }`)",
+                ));
             }
             if let Some(o) = &tr.options {
                 // Tool options may name models and prompts (`{ model: main }`).
@@ -68,6 +88,67 @@ impl Checker<'_, '_> {
                     self.entry_value(v, &[]);
                 }
             }
+        }
+        if let Some(path) = self.set_cycle(t) {
+            self.out.push(diag::bad_tool_source(
+                t.name.span,
+                format!("tool set `{}` includes itself ({path})", t.name.name),
+                "a set may include other sets, but not in a circle",
+            ));
+        }
+    }
+
+    /// The path back to `t` through the sets it includes, if there is one.
+    fn set_cycle(&self, t: &ToolsDecl) -> Option<String> {
+        let sets = &self.s.toolsets;
+        let mut stack: Vec<(&str, Vec<&str>)> = vec![(t.name.name.as_str(), vec![])];
+        let mut seen = std::collections::BTreeSet::new();
+        while let Some((name, path)) = stack.pop() {
+            let Some(decl) = sets.get(name) else { continue };
+            for next in tool_sets::included(decl, |n| sets.contains_key(n)) {
+                let mut p = path.clone();
+                p.push(next);
+                if next == t.name.name {
+                    let mut all = vec![t.name.name.as_str()];
+                    all.extend(p);
+                    return Some(all.join(" → "));
+                }
+                if seen.insert(next) {
+                    stack.push((next, p));
+                }
+            }
+        }
+        None
+    }
+
+    fn tool_source(&mut self, source: &ToolSource) {
+        if !tool_sets::SOURCE_KINDS.contains(&source.kind.name.as_str()) {
+            self.out.push(diag::bad_tool_source(
+                source.kind.span,
+                format!("`{}` is not a source of tools", source.kind.name),
+                "a tool set is a list (`[calculator, search]`) or `mcp { command: …, args: […] }`",
+            ));
+            return;
+        }
+        for p in tool_sets::mcp_problems(&source.options) {
+            self.out
+                .push(diag::bad_tool_source(p.span, p.message, p.help));
+        }
+        for (k, v) in &source.options.entries {
+            if let (true, ExprKind::Object { object }) =
+                (k.name == "env" || k.name == "headers", &v.kind)
+            {
+                for (name, value) in &object.entries {
+                    let lower = name.name.to_lowercase();
+                    let secret = ["key", "token", "secret", "authorization", "password"]
+                        .iter()
+                        .any(|w| lower.contains(w));
+                    if secret && matches!(value.kind, ExprKind::Str { .. }) {
+                        self.out.push(diag::literal_secret(value.span, &name.name));
+                    }
+                }
+            }
+            self.expr(v, &[], false);
         }
     }
 

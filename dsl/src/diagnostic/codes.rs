@@ -152,12 +152,17 @@ pub const UNKNOWN_PROVIDER: Code = error("E0241", "unknown model provider");
 /// E0242.
 pub const LITERAL_SECRET: Code = error(
     "E0242",
-    "a literal secret (api key, token) in a model's options",
+    "a literal secret (api key, token) in a model's options or an MCP server's `env`/`headers`",
 );
 /// E0243.
 pub const UNKNOWN_MODEL_OPTION: Code = error(
     "E0243",
     "an option the model's provider does not read (a typo would be silently ignored)",
+);
+/// E0244.
+pub const BAD_TOOL_SET: Code = error(
+    "E0244",
+    "a bad tool set: an `mcp { … }` block that cannot work (no `command`/`url`, an unknown option, a value of the wrong shape), an unknown source, a set that includes itself",
 );
 /// E0250.
 pub const UNREADABLE_REFERENCE: Code = error(
@@ -233,6 +238,7 @@ pub const ALL: &[Code] = &[
     UNKNOWN_PROVIDER,
     LITERAL_SECRET,
     UNKNOWN_MODEL_OPTION,
+    BAD_TOOL_SET,
     UNREADABLE_REFERENCE,
     IMPORT_CYCLE,
     MISSING_PROMPT_FILE,

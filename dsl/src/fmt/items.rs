@@ -162,6 +162,11 @@ impl Printer<'_> {
 
     fn tools(&mut self, t: &ToolsDecl) {
         self.push(&format!("tools {} = ", t.name.name));
+        if let Some(source) = &t.source {
+            self.push(&format!("{} ", source.kind.name));
+            self.object(&source.options);
+            return;
+        }
         let open = self.find(t.name.span.end, b'[');
         let end = self.end(t.span);
         let mut flat = String::from("[");

@@ -102,17 +102,31 @@ impl Builder<'_> {
             Rule::tools_decl => {
                 let mut it = p.into_inner().filter(|x| !is_kw(x));
                 let name = ident(it.next()?);
-                let tools = it
-                    .filter_map(|t| {
-                        let mut ti = t.into_inner();
-                        let name = ident(ti.next()?);
-                        let options = ti.next().map(|o| self.object(o));
-                        Some(ToolRef { name, options })
-                    })
-                    .collect();
+                let body = it.next()?;
+                let (tools, source) = match body.as_rule() {
+                    Rule::tool_source => {
+                        let mut bi = body.into_inner();
+                        let kind = ident(bi.next()?);
+                        let options = self.object(bi.next()?);
+                        (Vec::new(), Some(ToolSource { kind, options }))
+                    }
+                    _ => {
+                        let tools = body
+                            .into_inner()
+                            .filter_map(|t| {
+                                let mut ti = t.into_inner();
+                                let name = ident(ti.next()?);
+                                let options = ti.next().map(|o| self.object(o));
+                                Some(ToolRef { name, options })
+                            })
+                            .collect();
+                        (tools, None)
+                    }
+                };
                 GraphItem::Tools(ToolsDecl {
                     name,
                     tools,
+                    source,
                     span: s,
                 })
             }

@@ -85,10 +85,7 @@ impl<'a> NodeBuild<'a> {
 
     /// The tool set declaration `tools name = […]` of the graph.
     pub fn tool_set(&self, name: &str) -> Option<&'a ToolsDecl> {
-        self.graph.items.iter().find_map(|i| match i {
-            GraphItem::Tools(t) if t.name.name == name => Some(t),
-            _ => None,
-        })
+        crate::agents::tool_sets::tool_set(self.graph, name)
     }
 
     /// The text of prompt `name`.

@@ -25,6 +25,33 @@ fn examples() -> Vec<PathBuf> {
     out
 }
 
+/// The tools the examples name (the application registers the real ones; drawing needs names).
+fn stub_tools() -> agentgraph_dsl::agents::ToolMap {
+    use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
+    struct Stub;
+    #[async_trait::async_trait]
+    impl Tool for Stub {
+        fn name(&self) -> &str {
+            "calculator"
+        }
+        fn description(&self) -> &str {
+            "a stand-in"
+        }
+        fn input_schema(&self) -> serde_json::Value {
+            serde_json::json!({"type": "object"})
+        }
+        async fn call(
+            &self,
+            _: serde_json::Value,
+            _: &ToolContext,
+        ) -> Result<ToolOutput, ToolError> {
+            Err(ToolError::new("STUB", "not for calling"))
+        }
+    }
+    let stub: std::sync::Arc<dyn Tool> = std::sync::Arc::new(Stub);
+    [("calculator".to_string(), stub)].into_iter().collect()
+}
+
 fn stem(p: &Path) -> String {
     p.file_stem().unwrap().to_string_lossy().into_owned()
 }
@@ -169,10 +196,14 @@ fn diagrams_match_the_compiled_graphs() {
     for ex in examples() {
         let project = load(&ex);
         let mut reg = Registry::default();
-        agentgraph_dsl::agents::register(&mut reg, Default::default());
-        let g = project
-            .compile(&reg)
-            .unwrap_or_else(|_| panic!("{}", ex.display()));
+        agentgraph_dsl::agents::register(&mut reg, stub_tools());
+        let g = project.compile(&reg).unwrap_or_else(|diags| {
+            let shown: Vec<String> = diags
+                .iter()
+                .map(|d| project.render(d, false, 100))
+                .collect();
+            panic!("{}: {}", ex.display(), shown.join("\n"))
+        });
         let (mermaid, dot) = (draw(&ex, Format::Mermaid), draw(&ex, Format::Dot));
         assert!(mermaid.contains("flowchart TD\n"));
         assert!(dot.starts_with(&format!("digraph \"{}\" {{", g.name())));

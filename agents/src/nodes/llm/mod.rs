@@ -13,6 +13,7 @@ use crate::models::{
     CallContext, ChatModel, ModelError, ModelEvent, ModelRequest, ModelResponse, Pricing,
     SystemPart, ToolChoice, ToolSpec, Usage,
 };
+use crate::tools::ListedTools;
 use agentgraph_runtime::stable_id;
 use agentgraph_runtime::Mode;
 use agentgraph_runtime::StateView;
@@ -81,6 +82,8 @@ pub struct LlmNode {
     pub messages_channel: String,
     /// Tools the model may call.
     pub tools: Vec<ToolSpec>,
+    /// Tools listed at the first call (an MCP server's), offered after [`LlmNode::tools`].
+    pub listed: ListedTools,
     /// Tool choice.
     pub tool_choice: ToolChoice,
     /// Picks the tool choice from the state on each call (wins over `tool_choice`).
@@ -118,6 +121,7 @@ impl LlmNode {
             context: None,
             messages_channel: "messages".into(),
             tools: Vec::new(),
+            listed: ListedTools::default(),
             tool_choice: ToolChoice::Auto,
             tool_choice_by_state: None,
             parallel_tool_calls: None,
@@ -212,6 +216,12 @@ impl LlmNode {
     /// Binds tools (e.g. `tools.iter().map(|t| t.spec())`).
     pub fn tools(mut self, tools: impl IntoIterator<Item = ToolSpec>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Offers the tools of sources listed at the first call as well (an MCP server's).
+    pub fn listed_tools(mut self, listed: ListedTools) -> Self {
+        self.listed = listed;
         self
     }
 
@@ -539,6 +549,20 @@ enum Failure {
 #[async_trait]
 impl Node for LlmNode {
     async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
+        if self.listed.is_empty() {
+            return self.run_with_tools(ctx).await;
+        }
+        let listed = self.listed.for_node(ctx.node()).await?;
+        let mut node = self.clone();
+        node.tools.extend(listed.iter().map(|t| t.spec()));
+        node.listed = ListedTools::default();
+        node.run_with_tools(ctx).await
+    }
+}
+
+impl LlmNode {
+    /// One call, with every tool known.
+    async fn run_with_tools(&self, ctx: TaskContext) -> Result<Update, NodeError> {
         let conversation = ctx.state().list(&self.messages_channel);
         if let Some(max) = self.max_calls {
             let calls = conversation.iter().filter(|m| kind(m) == "ai").count();

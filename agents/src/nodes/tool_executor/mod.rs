@@ -8,7 +8,7 @@ pub use repeats::REPEATED_CALL;
 use crate::models::{ChatModel, MeteredModel, Pricing};
 use crate::nodes::usage::usage_record;
 use crate::tools::recover::{resolve_tool_name, unwrap_arguments, Recovery};
-use crate::tools::{validate_args, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{validate_args, ListedTools, Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_runtime::stable_id;
 use agentgraph_runtime::Update;
 use agentgraph_runtime::{Interrupt, Node, NodeError, TaskContext};
@@ -57,6 +57,8 @@ use std::sync::Arc;
 pub struct ToolExecutorNode {
     /// The tools, by name.
     pub tools: BTreeMap<String, Arc<dyn Tool>>,
+    /// Tools listed at the first run (an MCP server's), added to [`ToolExecutorNode::tools`].
+    pub listed: ListedTools,
     /// The message-list channel holding the AI message and receiving the tool messages.
     pub messages_channel: String,
     /// The model handed to tools for nested calls.
@@ -100,6 +102,7 @@ impl ToolExecutorNode {
                 .into_iter()
                 .map(|t| (t.name().to_string(), t))
                 .collect(),
+            listed: ListedTools::default(),
             messages_channel: "messages".into(),
             model: None,
             settings: BTreeMap::new(),
@@ -109,6 +112,12 @@ impl ToolExecutorNode {
             repeats_channel: None,
             max_batch: None,
         }
+    }
+
+    /// Also runs the tools of sources listed at the first run (an MCP server's).
+    pub fn listed_tools(mut self, listed: ListedTools) -> Self {
+        self.listed = listed;
+        self
     }
 
     /// Runs at most `n` calls of one answer; the rest are answered `TOO_MANY_CALLS`.
@@ -324,6 +333,22 @@ fn tool_message(task_id: &str, call_id: &str, name: &str, content: Value, error:
 #[async_trait]
 impl Node for ToolExecutorNode {
     async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
+        if self.listed.is_empty() {
+            return self.run_with_tools(ctx).await;
+        }
+        let listed = self.listed.for_node(ctx.node()).await?;
+        let mut node = self.clone();
+        for t in listed {
+            node.tools.insert(t.name().to_string(), t.clone());
+        }
+        node.listed = ListedTools::default();
+        node.run_with_tools(ctx).await
+    }
+}
+
+impl ToolExecutorNode {
+    /// One batch, with every tool known.
+    async fn run_with_tools(&self, ctx: TaskContext) -> Result<Update, NodeError> {
         let calls: Vec<Value> = ctx
             .state()
             .list(&self.messages_channel)

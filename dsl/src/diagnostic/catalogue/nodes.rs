@@ -118,6 +118,18 @@ pub fn unknown_tool(span: Span, name: &str, registered: &[&str]) -> Diagnostic {
     .help(help)
 }
 
+/// A bad tool set: an `mcp { … }` block that cannot work, an unknown source kind, options on
+/// an included set, a set including itself.
+pub fn bad_tool_source(
+    span: Span,
+    message: impl Into<String>,
+    help: impl Into<String>,
+) -> Diagnostic {
+    Diagnostic::new(codes::BAD_TOOL_SET, span, message.into())
+        .label("bad tool set")
+        .help(help.into())
+}
+
 /// A model provider nobody registered; `known` are the providers there are.
 pub fn unknown_provider(span: Span, provider: &str, known: &[&str]) -> Diagnostic {
     Diagnostic::new(
@@ -137,9 +149,13 @@ pub fn literal_secret(span: Span, key: &str) -> Diagnostic {
         format!("`{key}` is a literal secret"),
     )
     .label("never put keys in a graph file")
-    .help(format!(
-        "read it from the environment: `{key}: env(\"ANTHROPIC_API_KEY\")`"
-    ))
+    .help({
+        let var = match key {
+            "api_key" => "ANTHROPIC_API_KEY".to_string(),
+            other => other.to_uppercase().replace('-', "_"),
+        };
+        format!("read it from the environment: `{key}: env(\"{var}\")`")
+    })
 }
 
 /// An option `provider` models do not read; `allowed` are those they do.

@@ -1,0 +1,262 @@
+//! `agentgraph run graphs/examples/mcp_files.ag`: a ReAct agent whose tools come from the real
+//! filesystem MCP server (npm), offline with the scripted model and over the OpenAI wire format
+//! (a loopback server replaying the same script), plus the errors a broken server gives.
+
+use crate::wire::{offered_tools, Replay, Wire};
+use agentgraph_test_support::require_mcp_servers;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const PROVIDER_VARS: [&str; 8] = [
+    "AGENTGRAPH_PROVIDER",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_MODEL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_MODEL",
+    "OPENAI_NAMED_TOOL_CHOICE",
+];
+
+const QUESTION: &str = "How many units are in the warehouse?";
+
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../graphs/examples")
+}
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `graph` with the MCP servers' folder first on the PATH and `env` as provider settings.
+fn run(dir: &Path, bin: &Path, graph: &Path, env: &[(&str, &str)]) -> Out {
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let input = json!({ "question": QUESTION }).to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
+    cmd.current_dir(dir)
+        .arg("--db")
+        .arg(dir.join("db"))
+        .args(["run", &graph.display().to_string(), "--thread", "t1"])
+        .args(["--input", &input, "--json"])
+        .env("NO_COLOR", "1")
+        .env("PATH", path)
+        .env_remove("MCP_FILESYSTEM_SERVER");
+    for v in PROVIDER_VARS {
+        cmd.env_remove(v);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().expect("the agentgraph binary runs");
+    Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    }
+}
+
+fn final_json(out: &Out) -> Value {
+    assert_eq!(
+        out.code, 0,
+        "stdout: {}\nstderr: {}",
+        out.stdout, out.stderr
+    );
+    let line = out
+        .stdout
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("null");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}"))
+}
+
+fn messages(dir: &Path, graph: &Path) -> Vec<Value> {
+    let o = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+        .current_dir(dir)
+        .arg("--db")
+        .arg(dir.join("db"))
+        .args([
+            "state",
+            &graph.display().to_string(),
+            "--thread",
+            "t1",
+            "--json",
+        ])
+        .env("AGENTGRAPH_PROVIDER", "scripted")
+        .output()
+        .expect("the agentgraph binary runs");
+    let out = Out {
+        code: o.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+    };
+    final_json(&out)["values"]["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn tool_result<'a>(messages: &'a [Value], name: &str) -> &'a Value {
+    messages
+        .iter()
+        .find(|m| m["type"] == "tool" && m["name"] == name)
+        .unwrap_or_else(|| panic!("no `{name}` tool message in {messages:?}"))
+}
+
+/// What the real server answered, checked against the files on disk (not against the script).
+fn assert_real_results(messages: &[Value]) {
+    let listing = tool_result(messages, "list_directory");
+    assert!(listing.get("status").is_none(), "a failed call: {listing}");
+    assert!(
+        listing["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("[FILE] stock.md")),
+        "{listing}"
+    );
+    let read = tool_result(messages, "read_text_file");
+    let on_disk = std::fs::read_to_string(examples().join("data/stock.md")).expect("stock.md");
+    assert_eq!(read["content"].as_str(), Some(on_disk.as_str()), "{read}");
+    assert_eq!(
+        tool_result(messages, "calculator")["content"]["result"],
+        46.0
+    );
+}
+
+#[test]
+fn the_agent_reads_files_through_the_filesystem_server_offline() {
+    let Some(bin) = require_mcp_servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let graph = examples().join("mcp_files.ag");
+    let out = run(dir.path(), &bin, &graph, &[]);
+    let v = final_json(&out);
+    let answer = v["answer"].as_str().unwrap_or_default();
+    assert!(answer.contains("46 units"), "{v}");
+    assert_real_results(&messages(dir.path(), &graph));
+}
+
+/// The example with its model swapped for an OpenAI one, with its data, in `dir`.
+fn openai_copy(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(examples().join("mcp_files.ag")).expect("the example");
+    let scripted = "model main = scripted { script: \"scripts/mcp_files.json\" }";
+    assert!(text.contains(scripted), "the example's model line changed");
+    let text = text.replace(
+        scripted,
+        "model main = openai { model: \"gpt-test\", max_tokens: 1024 }",
+    );
+    std::fs::create_dir_all(dir.join("data")).expect("data folder");
+    std::fs::copy(examples().join("data/stock.md"), dir.join("data/stock.md")).expect("copy");
+    let graph = dir.join("mcp_files.ag");
+    std::fs::write(&graph, text).expect("write the copy");
+    graph
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_agent_works_over_the_openai_wire_format() {
+    let Some(bin) = require_mcp_servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let graph = openai_copy(dir.path());
+    let (server, replay) =
+        Replay::start(Wire::OpenAi, &examples().join("scripts/mcp_files.json")).await;
+    let base = format!("{}/v1", server.uri());
+    let out = tokio::task::spawn_blocking({
+        let dir = dir.path().to_path_buf();
+        move || {
+            run(
+                &dir,
+                &bin,
+                &graph,
+                &[
+                    ("OPENAI_API_KEY", "sk-test"),
+                    ("OPENAI_BASE_URL", &base),
+                    ("OPENAI_MODEL", "gpt-test"),
+                ],
+            )
+        }
+    })
+    .await
+    .expect("the run finished");
+    let v = final_json(&out);
+    assert!(
+        v["answer"].as_str().is_some_and(|a| a.contains("46 units")),
+        "{v}"
+    );
+    assert!(replay.violations().is_empty(), "{:?}", replay.violations());
+    assert!(
+        replay.unused().is_empty(),
+        "unused responses: {:?}",
+        replay.unused()
+    );
+    let requests = replay.requests();
+    assert_eq!(requests.len(), 4);
+    // The model was offered the calculator and exactly the three tools `only` keeps, each with
+    // an object schema the API accepts.
+    let mut offered = offered_tools(Wire::OpenAi, &requests[0].body);
+    offered.sort();
+    assert_eq!(
+        offered,
+        [
+            "calculator",
+            "list_directory",
+            "read_text_file",
+            "search_files"
+        ]
+    );
+    for t in requests[0].body["tools"].as_array().into_iter().flatten() {
+        let params = &t["function"]["parameters"];
+        assert_eq!(params["type"], "object", "{t}");
+        assert!(params["properties"].is_object(), "{t}");
+    }
+    // The file's text reached the model as the tool result of the second call.
+    let on_disk = std::fs::read_to_string(examples().join("data/stock.md")).expect("stock.md");
+    let third: &Value = &requests[2].body;
+    let tool_texts: Vec<&str> = third["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert!(
+        tool_texts.iter().any(|t| t.contains(on_disk.trim())),
+        "{tool_texts:?}"
+    );
+}
+
+#[test]
+fn a_server_that_cannot_start_fails_the_node_with_its_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let graph = examples().join("mcp_files.ag");
+    let missing = dir.path().join("no-such-server");
+    let mut cmd_env = vec![];
+    let missing_s = missing.display().to_string();
+    cmd_env.push(("MCP_FILESYSTEM_SERVER", &missing_s));
+    let input = json!({ "question": QUESTION }).to_string();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
+    cmd.current_dir(dir.path())
+        .arg("--db")
+        .arg(dir.path().join("db"))
+        .args(["run", &graph.display().to_string(), "--input", &input])
+        .env("NO_COLOR", "1");
+    for v in PROVIDER_VARS {
+        cmd.env_remove(v);
+    }
+    for (k, v) in cmd_env {
+        cmd.env(k, v);
+    }
+    let o = cmd.output().expect("the agentgraph binary runs");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_ne!(o.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("could not be started"), "{stderr}");
+    assert!(stderr.contains(&missing_s), "{stderr}");
+}
