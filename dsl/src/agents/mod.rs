@@ -14,6 +14,7 @@
 //! # `context: [context]` instead sends the rendered prompts after the conversation (a final
 //! # human message, never stored): the system prompt stays byte-identical, so cacheable.
 //! # `tool_choice` may be an expression on the state: `choose(len(items) == 0, "required", "auto")`.
+//! # Templated prompts and `tool_choice` see a `send` task's payload keys (they shadow channels).
 //! # `parallel_tool_calls: false` asks for one tool call per answer (null: the provider's default).
 //! # `max_calls: 30` fails the node (MAX_CALLS) once the conversation holds 30 AI answers.
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
@@ -168,8 +169,10 @@ impl NodeFactory for LlmFactory {
         if !templates.is_empty() {
             let extensions = b.extensions.clone();
             node =
-                node.context(move |state| {
-                    let scope = Scope::state(state).with_extensions(&extensions);
+                node.context(move |state, payload| {
+                    let scope = Scope::state(state)
+                        .with_extensions(&extensions)
+                        .with_payload(payload);
                     let mut out = Vec::new();
                     for t in &templates {
                         out.push(crate::template::render(t, &scope).map_err(|e| {
@@ -192,8 +195,10 @@ impl NodeFactory for LlmFactory {
                 Err(_) => {
                     let expr = c.clone();
                     let extensions = b.extensions.clone();
-                    node = node.tool_choice_fn(move |state| {
-                        let scope = Scope::state(state).with_extensions(&extensions);
+                    node = node.tool_choice_fn(move |state, payload| {
+                        let scope = Scope::state(state)
+                            .with_extensions(&extensions)
+                            .with_payload(payload);
                         crate::eval::eval(&expr, &scope)
                             .map(|v| tool_choice(&v))
                             .map_err(|e| NodeError::fatal(format!("tool_choice: {e}")))

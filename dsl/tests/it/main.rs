@@ -9,4 +9,5 @@ mod fmt;
 mod golden;
 mod parse_smoke;
 mod robustness;
+mod send_prompts;
 mod viz;
