@@ -145,6 +145,11 @@ pub const BAD_TEMPLATE: Code = error(
     "E0233",
     "a bad template (`{{` without `}}`, unparsable hole) or an unknown template filter",
 );
+/// E0234.
+pub const NEVER_EQUAL: Code = error(
+    "E0234",
+    "`==` or `!=` between values of types that are never equal (always false, or always true)",
+);
 /// E0240.
 pub const UNKNOWN_TOOL: Code = error("E0240", "a tool set names a tool that is not registered");
 /// E0241.
@@ -229,6 +234,7 @@ pub const ALL: &[Code] = &[
     BAD_CALL,
     TYPE_MISMATCH,
     BAD_TEMPLATE,
+    NEVER_EQUAL,
     UNKNOWN_TOOL,
     UNKNOWN_PROVIDER,
     LITERAL_SECRET,
