@@ -204,6 +204,11 @@ pub const SHARED_WRITE: Code = warning(
 );
 /// W0304.
 pub const ARM_AFTER_ELSE: Code = warning("W0304", "warning: a route arm after `else` never runs");
+/// W0305.
+pub const SEND_SHARED_WRITE: Code = warning(
+    "W0305",
+    "warning: a node a `send` fans out to writes a replace channel (its parallel tasks collide)",
+);
 
 /// Every code, in the order of the documentation.
 pub const ALL: &[Code] = &[
@@ -250,6 +255,7 @@ pub const ALL: &[Code] = &[
     DEAD_END,
     SHARED_WRITE,
     ARM_AFTER_ELSE,
+    SEND_SHARED_WRITE,
 ];
 
 /// The code with identifier `id`, if the catalogue has it.

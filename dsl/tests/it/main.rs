@@ -10,4 +10,5 @@ mod golden;
 mod parse_smoke;
 mod robustness;
 mod send_prompts;
+mod send_writes;
 mod viz;
