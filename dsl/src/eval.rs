@@ -45,6 +45,16 @@ impl<'a> Scope<'a> {
         self
     }
 
+    /// The same scope with the keys of a task's `send` payload as locals (they shadow
+    /// channels); a payload that is not an object adds nothing.
+    pub fn with_payload(mut self, payload: Option<&'a Value>) -> Self {
+        if let Some(Value::Object(p)) = payload {
+            self.locals
+                .extend(p.iter().map(|(k, v)| (k.as_str(), v.clone())));
+        }
+        self
+    }
+
     /// Looks a name up.
     pub fn get(&self, name: &str) -> Option<Value> {
         if let Some((_, v)) = self.locals.iter().rev().find(|(n, _)| *n == name) {

@@ -48,12 +48,9 @@ struct FailNode {
 #[async_trait]
 impl Node for FailNode {
     async fn run(&self, ctx: TaskContext) -> Result<Update, NodeError> {
-        let mut scope = Scope::state(ctx.state()).with_extensions(&self.extensions);
-        if let Some(Value::Object(p)) = ctx.payload() {
-            for (k, v) in p {
-                scope.locals.push((k.as_str(), v.clone()));
-            }
-        }
+        let scope = Scope::state(ctx.state())
+            .with_extensions(&self.extensions)
+            .with_payload(ctx.payload());
         let text = match eval(&self.message, &scope) {
             Ok(Value::String(s)) => s,
             Ok(other) => other.to_string(),

@@ -59,6 +59,29 @@ impl Ty {
         matches!(self.base(), Ty::Int | Ty::Float | Ty::Any)
     }
 
+    /// Whether a value of this type can equal one of type `other` (`==` is not always false):
+    /// null and json values can equal anything, numbers equal numbers (`1 == 1.0`), lists
+    /// equal lists whatever their items (both may be empty), objects equal objects.
+    pub fn can_equal(&self, other: &Ty) -> bool {
+        match (self.family(), other.family()) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+    }
+
+    /// The kind of JSON value this type holds (`None`: null, or unknown).
+    fn family(&self) -> Option<&'static str> {
+        match self.base() {
+            Ty::Any | Ty::Null => None,
+            Ty::Bool => Some("bool"),
+            Ty::Int | Ty::Float => Some("number"),
+            Ty::String => Some("string"),
+            Ty::List(_) | Ty::Messages => Some("list"),
+            Ty::Map(_) | Ty::Message => Some("object"),
+            Ty::Optional(_) => None,
+        }
+    }
+
     /// Whether a value of this type could be written to a channel of type `to`.
     pub fn fits(&self, to: &Ty) -> bool {
         match (self.base(), to.base()) {
@@ -87,6 +110,50 @@ impl fmt::Display for Ty {
             Ty::Messages => f.write_str("messages"),
             Ty::Message => f.write_str("message"),
             Ty::Optional(t) => write!(f, "{t}?"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ty;
+
+    fn list(t: Ty) -> Ty {
+        Ty::List(Box::new(t))
+    }
+
+    fn opt(t: Ty) -> Ty {
+        Ty::Optional(Box::new(t))
+    }
+
+    #[test]
+    fn only_values_of_different_kinds_never_equal() {
+        let never = [
+            (Ty::Int, Ty::String),
+            (Ty::Bool, Ty::Int),
+            (Ty::Bool, Ty::String),
+            (list(Ty::String), Ty::String),
+            (Ty::Messages, Ty::Map(Box::new(Ty::Any))),
+            (opt(Ty::Int), Ty::String),
+            (Ty::Message, Ty::String),
+        ];
+        for (a, b) in never {
+            assert!(!a.can_equal(&b), "{a} == {b}");
+            assert!(!b.can_equal(&a), "{b} == {a}");
+        }
+        let may = [
+            (Ty::Int, Ty::Float),
+            (Ty::Any, Ty::String),
+            (Ty::Null, Ty::Int),
+            (opt(Ty::String), Ty::Null),
+            (opt(Ty::String), Ty::String),
+            (list(Ty::Int), list(Ty::String)),
+            (Ty::Messages, list(Ty::Any)),
+            (Ty::Message, Ty::Map(Box::new(Ty::String))),
+        ];
+        for (a, b) in may {
+            assert!(a.can_equal(&b), "{a} == {b}");
+            assert!(b.can_equal(&a), "{b} == {a}");
         }
     }
 }

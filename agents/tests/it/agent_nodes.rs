@@ -353,7 +353,7 @@ fn a_context_message_follows_the_conversation_and_keeps_the_system_prompt_stable
     let model = scripted(json!([]));
     let node = LlmNode::new(model)
         .system("rules")
-        .context(|s| {
+        .context(|s, _| {
             Ok(format!(
                 "workflow: {}",
                 s.get("workflow").cloned().unwrap_or_default()
@@ -363,8 +363,8 @@ fn a_context_message_follows_the_conversation_and_keeps_the_system_prompt_stable
     let state = |w: Value| {
         StateView::from_object(json!({"messages": [human("h", "build it")], "workflow": w}))
     };
-    let first = node.request(&state(json!({"nodes": []}))).unwrap();
-    let second = node.request(&state(json!({"nodes": ["A"]}))).unwrap();
+    let first = node.request(&state(json!({"nodes": []})), None).unwrap();
+    let second = node.request(&state(json!({"nodes": ["A"]})), None).unwrap();
     assert_eq!(first.system.len(), 1);
     assert_eq!(first.system[0].text, "rules");
     assert_eq!(first.system[0].text, second.system[0].text);
@@ -379,15 +379,15 @@ fn a_context_message_follows_the_conversation_and_keeps_the_system_prompt_stable
     // Without the option, the context is the last system part.
     let inline = LlmNode::new(scripted(json!([])))
         .system("rules")
-        .context(|_| Ok("ctx".into()));
-    let req = inline.request(&state(json!({}))).unwrap();
+        .context(|_, _| Ok("ctx".into()));
+    let req = inline.request(&state(json!({})), None).unwrap();
     assert_eq!(req.system.len(), 2);
     assert_eq!(req.messages.len(), 1);
 }
 
 #[test]
 fn the_tool_choice_may_come_from_the_state() {
-    let node = LlmNode::new(scripted(json!([]))).tool_choice_fn(|s| {
+    let node = LlmNode::new(scripted(json!([]))).tool_choice_fn(|s, _| {
         Ok(if s.get("empty") == Some(&json!(true)) {
             models::ToolChoice::Required
         } else {
@@ -395,12 +395,89 @@ fn the_tool_choice_may_come_from_the_state() {
         })
     });
     let req = |empty: bool| {
-        node.request(&StateView::from_object(
-            json!({"messages": [], "empty": empty}),
-        ))
+        node.request(
+            &StateView::from_object(json!({"messages": [], "empty": empty})),
+            None,
+        )
         .unwrap()
         .tool_choice
     };
     assert_eq!(req(true), models::ToolChoice::Required);
     assert_eq!(req(false), models::ToolChoice::Auto);
+}
+
+#[test]
+fn the_context_and_tool_choice_see_the_send_payload() {
+    let node = LlmNode::new(scripted(json!([])))
+        .context(|s, payload| {
+            let subject = payload.and_then(|p| p.get("subject")).cloned();
+            let topic = s.get("topic").cloned().unwrap_or_default();
+            Ok(format!("about {}", subject.unwrap_or(topic)))
+        })
+        .tool_choice_fn(|_, payload| {
+            Ok(match payload {
+                Some(_) => models::ToolChoice::None,
+                None => models::ToolChoice::Auto,
+            })
+        });
+    let state = StateView::from_object(json!({"messages": [], "topic": "the state"}));
+    let pushed = node
+        .request(&state, Some(&json!({"subject": "cats"})))
+        .unwrap();
+    assert_eq!(pushed.system[0].text, "about \"cats\"");
+    assert_eq!(pushed.tool_choice, models::ToolChoice::None);
+    let pulled = node.request(&state, None).unwrap();
+    assert_eq!(pulled.system[0].text, "about \"the state\"");
+    assert_eq!(pulled.tool_choice, models::ToolChoice::Auto);
+}
+
+#[tokio::test]
+async fn each_sent_task_renders_its_own_payload() {
+    let rec = Arc::new(Recorder(Default::default()));
+    let llm = LlmNode::new(rec.clone())
+        .context(|_, payload| {
+            let subject = payload
+                .and_then(|p| p.get("subject"))
+                .and_then(Value::as_str);
+            Ok(format!("a joke about {}", subject.unwrap_or("nothing")))
+        })
+        .context_as_message();
+    let g = GraphBuilder::new("jokes")
+        .channel(message_list("messages"))
+        .channel(list("subjects"))
+        .node("split", node_fn(|_| async { Ok(Update::new()) }))
+        .node("joke", Arc::new(llm))
+        .edge(START, "split")
+        .route("split", |s| {
+            s.list("subjects")
+                .iter()
+                .map(|subject| Send {
+                    node: "joke".into(),
+                    payload: json!({ "subject": subject }),
+                })
+                .collect::<Vec<_>>()
+        })
+        .edge("joke", END)
+        .compile()
+        .unwrap();
+    let out = g
+        .invoke(
+            values(json!({"subjects": ["cats", "dogs"]})),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.values["messages"].as_array().map(Vec::len), Some(2));
+    let mut sent: Vec<Value> = rec
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|conversation| conversation[0]["content"].clone())
+        .collect();
+    sent.sort_by_key(Value::to_string);
+    assert_eq!(
+        sent,
+        [json!("a joke about cats"), json!("a joke about dogs")]
+    );
 }

@@ -86,7 +86,7 @@ fn agent_builder(model: Arc<dyn ChatModel>) -> GraphBuilder {
     ]);
     let llm = LlmNode::new(model)
         .system("You are a helpful agent.")
-        .context(|s| Ok(format!("Notes so far: {}", s.list("notes").len())))
+        .context(|s, _| Ok(format!("Notes so far: {}", s.list("notes").len())))
         .tools(tools.specs())
         .usage_channel("usage");
     GraphBuilder::new("agent")

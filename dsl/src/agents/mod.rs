@@ -16,6 +16,7 @@
 //! # `context: [context]` instead sends the rendered prompts after the conversation (a final
 //! # human message, never stored): the system prompt stays byte-identical, so cacheable.
 //! # `tool_choice` may be an expression on the state: `choose(len(items) == 0, "required", "auto")`.
+//! # Templated prompts and `tool_choice` see a `send` task's payload keys (they shadow channels).
 //! # `parallel_tool_calls: false` asks for one tool call per answer (null: the provider's default).
 //! # `max_calls: 30` fails the node (MAX_CALLS) once the conversation holds 30 AI answers.
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
@@ -66,19 +67,19 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::required("model"),
             EntrySpec::value("system"),
             EntrySpec::value("context"),
-            EntrySpec::value("messages"),
+            EntrySpec::writes("messages"),
             EntrySpec::value("tools"),
             EntrySpec::value("tool_choice"),
             EntrySpec::value("parallel_tool_calls"),
             EntrySpec::value("max_tokens"),
             EntrySpec::value("temperature"),
-            EntrySpec::value("usage"),
+            EntrySpec::writes("usage"),
             EntrySpec::value("output_schema"),
-            EntrySpec::value("output"),
+            EntrySpec::writes("output"),
             EntrySpec::value("memory"),
             EntrySpec::value("max_iterations"),
             EntrySpec::value("on_overflow"),
-            EntrySpec::value("summary"),
+            EntrySpec::writes("summary"),
             EntrySpec::value("compact_instructions"),
             EntrySpec::value("max_calls"),
         ],
@@ -91,13 +92,13 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
         "tool_executor",
         vec![
             EntrySpec::required("tools"),
-            EntrySpec::value("messages"),
+            EntrySpec::writes("messages"),
             EntrySpec::value("parallel"),
             EntrySpec::value("model"),
             EntrySpec::value("settings"),
-            EntrySpec::value("usage"),
+            EntrySpec::writes("usage"),
             EntrySpec::value("repeat_limit"),
-            EntrySpec::value("repeats"),
+            EntrySpec::writes("repeats"),
             EntrySpec::value("max_batch"),
         ],
         "runs every tool call of the last AI message, concurrently",
@@ -107,8 +108,8 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
         "compact",
         vec![
             EntrySpec::required("model"),
-            EntrySpec::value("messages"),
-            EntrySpec::value("summary"),
+            EntrySpec::writes("messages"),
+            EntrySpec::writes("summary"),
             EntrySpec::value("threshold"),
             EntrySpec::value("keep_last"),
             EntrySpec::value("instructions"),
@@ -121,7 +122,7 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
         "agent_output",
         vec![
             EntrySpec::value("messages"),
-            EntrySpec::value("output"),
+            EntrySpec::writes("output"),
             EntrySpec::value("format"),
             EntrySpec::value("usage"),
         ],
@@ -171,8 +172,10 @@ impl NodeFactory for LlmFactory {
         if !templates.is_empty() {
             let extensions = b.extensions.clone();
             node =
-                node.context(move |state| {
-                    let scope = Scope::state(state).with_extensions(&extensions);
+                node.context(move |state, payload| {
+                    let scope = Scope::state(state)
+                        .with_extensions(&extensions)
+                        .with_payload(payload);
                     let mut out = Vec::new();
                     for t in &templates {
                         out.push(crate::template::render(t, &scope).map_err(|e| {
@@ -198,8 +201,10 @@ impl NodeFactory for LlmFactory {
                 Err(_) => {
                     let expr = c.clone();
                     let extensions = b.extensions.clone();
-                    node = node.tool_choice_fn(move |state| {
-                        let scope = Scope::state(state).with_extensions(&extensions);
+                    node = node.tool_choice_fn(move |state, payload| {
+                        let scope = Scope::state(state)
+                            .with_extensions(&extensions)
+                            .with_payload(payload);
                         crate::eval::eval(&expr, &scope)
                             .map(|v| tool_choice(&v))
                             .map_err(|e| NodeError::fatal(format!("tool_choice: {e}")))

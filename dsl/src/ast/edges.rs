@@ -16,6 +16,27 @@ pub struct EdgeStmt {
     pub span: Span,
 }
 
+impl EdgeStmt {
+    /// The fan-outs of the chain: a `send` hop, and the sends of its route's arms.
+    pub fn sends(&self) -> impl Iterator<Item = &SendExpr> {
+        self.hops.iter().flat_map(|h| {
+            let (hop, arms): (Option<&SendExpr>, &[RouteArm]) = match h {
+                Target::Send(sx) => (Some(sx), &[]),
+                Target::Route(r) => (None, &r.arms),
+                Target::Node(_) => (None, &[]),
+            };
+            hop.into_iter().chain(
+                arms.iter()
+                    .flat_map(|a| &a.targets)
+                    .filter_map(|t| match t {
+                        RouteTarget::Send(sx) => Some(sx),
+                        RouteTarget::Node(_) => None,
+                    }),
+            )
+        })
+    }
+}
+
 /// The start of an edge chain.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "endpoint", rename_all = "snake_case")]

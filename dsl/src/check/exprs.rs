@@ -81,6 +81,11 @@ impl Checker<'_, '_> {
             ExprKind::Binary { op, lhs, rhs } => {
                 let l = self.expr_ty(lhs, locals);
                 let r = self.expr_ty(rhs, locals);
+                if matches!(op, BinOp::Eq | BinOp::Ne) && !l.can_equal(&r) {
+                    let equal = *op == BinOp::Eq;
+                    let d = diag::never_equal(e.span, equal, (lhs, &l), (rhs, &r));
+                    self.out.push(d);
+                }
                 self.binary_ty(e.span, *op, &l, &r)
             }
         }

@@ -6,6 +6,7 @@ use crate::agents::tool_sets;
 use crate::ast::*;
 use crate::diagnostic::catalogue as diag;
 use crate::registry::CONFIG_KEYS;
+use std::collections::BTreeSet;
 
 /// Providers every build knows.
 const PROVIDERS: [&str; 3] = ["anthropic", "openai", "scripted"];
@@ -41,7 +42,10 @@ impl Checker<'_, '_> {
                     }
                 }
                 GraphItem::Model(m) => self.model(m),
-                GraphItem::Prompt(p) => self.expr(&p.value, &[], false),
+                GraphItem::Prompt(p) => {
+                    let locals = self.prompt_locals(&p.name.name);
+                    self.expr(&p.value, &locals, false);
+                }
                 GraphItem::Tools(t) => self.tools(t),
                 GraphItem::Node(n) => self.node(n),
                 GraphItem::Edge(e) => self.edge(e),
@@ -54,6 +58,34 @@ impl Checker<'_, '_> {
                 GraphItem::State(_) => {}
             }
         }
+    }
+
+    /// The send payload keys a prompt's templates may name: those every node using the
+    /// prompt (`system: [p]`, `context: p`, …) receives, since each renders it with its own.
+    fn prompt_locals(&self, prompt: &str) -> Vec<String> {
+        let names = |v: &'_ Expr| -> bool {
+            let is_prompt =
+                |e: &Expr| matches!(&e.kind, ExprKind::Name { name } if name.name == prompt);
+            match &v.kind {
+                ExprKind::List { items } => items.iter().any(is_prompt),
+                _ => is_prompt(v),
+            }
+        };
+        let mut common: Option<BTreeSet<String>> = None;
+        for (node, n) in &self.s.nodes {
+            let uses = n
+                .body
+                .iter()
+                .any(|e| matches!(e, Entry::Value { value, .. } if names(value)));
+            if uses {
+                let keys = self.s.payload_keys.get(node).cloned().unwrap_or_default();
+                common = Some(match common {
+                    Some(c) => c.intersection(&keys).cloned().collect(),
+                    None => keys,
+                });
+            }
+        }
+        common.unwrap_or_default().into_iter().collect()
     }
 
     fn tools(&mut self, t: &ToolsDecl) {

@@ -3,7 +3,7 @@
 //!
 //! [`check_graph`] runs in two passes: `symbols` collects the declarations, then a
 //! `Checker` walks the items (`items`, `entries`, `edges`, `exprs`) and the shape of
-//! the graph (`reachability`).
+//! the graph (`reachability`, `writes`).
 
 use crate::ast::*;
 use crate::diagnostic::{catalogue as diag, Diagnostic};
@@ -18,6 +18,7 @@ mod items;
 mod reachability;
 mod symbols;
 mod types;
+mod writes;
 
 pub use types::value_type;
 

@@ -1,5 +1,5 @@
 //! The shape of a graph: an entry point, nodes reached from START, paths to END, and replace
-//! channels two nodes of one step both write.
+//! channels two nodes of one step both write (or the parallel tasks of a `send`, `writes`).
 
 use super::Checker;
 use crate::ast::*;
@@ -100,6 +100,7 @@ impl Checker<'_, '_> {
         }
         self.reachability(&flow, &fanout);
         self.shared_writes(&fanout);
+        self.send_writes(g);
     }
 
     /// Registered Rust nodes may route by command: nobody can say they cannot reach END.
@@ -163,8 +164,10 @@ impl Checker<'_, '_> {
         for group in groups {
             let mut writers: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
             for n in &group {
-                for ch in written_channels(self.s.nodes[*n]) {
-                    writers.entry(ch).or_default().push(n);
+                for w in self.writes(self.s.nodes[*n]) {
+                    if !w.overwrite {
+                        writers.entry(w.channel.name.as_str()).or_default().push(n);
+                    }
                 }
             }
             for (ch, ws) in writers {
@@ -187,23 +190,4 @@ impl Checker<'_, '_> {
             }
         }
     }
-}
-
-/// The channels a node writes from the graph file: its `set` blocks and `write:` entries.
-fn written_channels(n: &NodeDecl) -> Vec<&str> {
-    let mut out = Vec::new();
-    for e in &n.body {
-        match e {
-            Entry::Block { key, entries, .. } if key.name == "set" => {
-                out.extend(entries.iter().map(|se| se.key().name.as_str()));
-            }
-            Entry::Value { key, value } if key.name == "write" => {
-                if let ExprKind::Name { name } = &value.kind {
-                    out.push(name.name.as_str());
-                }
-            }
-            _ => {}
-        }
-    }
-    out
 }

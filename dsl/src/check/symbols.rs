@@ -137,24 +137,9 @@ fn collect_names<'e>(e: &'e Expr, out: &mut Vec<&'e Ident>) {
 fn payload_keys(g: &GraphDecl, s: &mut Symbols<'_>) {
     for item in &g.items {
         let GraphItem::Edge(e) = item else { continue };
-        for h in &e.hops {
-            let sends: Vec<&SendExpr> = match h {
-                Target::Send(sx) => vec![sx],
-                Target::Route(r) => r
-                    .arms
-                    .iter()
-                    .flat_map(|a| &a.targets)
-                    .filter_map(|t| match t {
-                        RouteTarget::Send(sx) => Some(sx),
-                        RouteTarget::Node(_) => None,
-                    })
-                    .collect(),
-                Target::Node(_) => Vec::new(),
-            };
-            for sx in sends {
-                let keys = s.payload_keys.entry(sx.node.name.clone()).or_default();
-                keys.extend(sx.payload.entries.iter().map(|(k, _)| k.name.clone()));
-            }
+        for sx in e.sends() {
+            let keys = s.payload_keys.entry(sx.node.name.clone()).or_default();
+            keys.extend(sx.payload.entries.iter().map(|(k, _)| k.name.clone()));
         }
     }
 }

@@ -41,13 +41,9 @@ pub(crate) struct Context<'a> {
 
 /// The scope of a task: its state, its `send` payload as locals, the registry's extensions.
 fn scope_for<'a>(ctx: &'a TaskContext, extensions: &'a Extensions) -> Scope<'a> {
-    let mut s = Scope::state(ctx.state()).with_extensions(extensions);
-    if let Some(Value::Object(p)) = ctx.payload() {
-        for (k, v) in p {
-            s.locals.push((k.as_str(), v.clone()));
-        }
-    }
-    s
+    Scope::state(ctx.state())
+        .with_extensions(extensions)
+        .with_payload(ctx.payload())
 }
 
 fn const_value(e: &Expr) -> Result<Value, Diagnostic> {

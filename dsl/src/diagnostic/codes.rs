@@ -145,6 +145,11 @@ pub const BAD_TEMPLATE: Code = error(
     "E0233",
     "a bad template (`{{` without `}}`, unparsable hole) or an unknown template filter",
 );
+/// E0234.
+pub const NEVER_EQUAL: Code = error(
+    "E0234",
+    "`==` or `!=` between values of types that are never equal (always false, or always true)",
+);
 /// E0240.
 pub const UNKNOWN_TOOL: Code = error("E0240", "a tool set names a tool that is not registered");
 /// E0241.
@@ -204,6 +209,11 @@ pub const SHARED_WRITE: Code = warning(
 );
 /// W0304.
 pub const ARM_AFTER_ELSE: Code = warning("W0304", "warning: a route arm after `else` never runs");
+/// W0305.
+pub const SEND_SHARED_WRITE: Code = warning(
+    "W0305",
+    "warning: a node a `send` fans out to writes a replace channel (its parallel tasks collide)",
+);
 
 /// Every code, in the order of the documentation.
 pub const ALL: &[Code] = &[
@@ -234,6 +244,7 @@ pub const ALL: &[Code] = &[
     BAD_CALL,
     TYPE_MISMATCH,
     BAD_TEMPLATE,
+    NEVER_EQUAL,
     UNKNOWN_TOOL,
     UNKNOWN_PROVIDER,
     LITERAL_SECRET,
@@ -250,6 +261,7 @@ pub const ALL: &[Code] = &[
     DEAD_END,
     SHARED_WRITE,
     ARM_AFTER_ELSE,
+    SEND_SHARED_WRITE,
 ];
 
 /// The code with identifier `id`, if the catalogue has it.

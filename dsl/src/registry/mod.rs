@@ -25,6 +25,9 @@ pub struct EntrySpec {
     pub required: bool,
     /// Whether it is a block (`key { … }`) rather than `key: value`.
     pub block: bool,
+    /// Whether its value names a channel the node writes (`output: decision`), for the checks
+    /// of channels written in parallel.
+    pub writes: bool,
 }
 
 impl EntrySpec {
@@ -34,22 +37,28 @@ impl EntrySpec {
             name,
             required: false,
             block: false,
+            writes: false,
+        }
+    }
+    /// An optional `key: channel` entry naming a channel the node writes.
+    pub const fn writes(name: &'static str) -> Self {
+        EntrySpec {
+            writes: true,
+            ..EntrySpec::value(name)
         }
     }
     /// A required `key: value` entry.
     pub const fn required(name: &'static str) -> Self {
         EntrySpec {
-            name,
             required: true,
-            block: false,
+            ..EntrySpec::value(name)
         }
     }
     /// An optional block entry.
     pub const fn block(name: &'static str) -> Self {
         EntrySpec {
-            name,
-            required: false,
             block: true,
+            ..EntrySpec::value(name)
         }
     }
 }
@@ -87,9 +96,8 @@ impl Default for Registry {
             "set".to_string(),
             KindEntry {
                 entries: vec![EntrySpec {
-                    name: "set",
                     required: true,
-                    block: true,
+                    ..EntrySpec::block("set")
                 }],
                 doc: "pure updates from expressions: `set { channel: expr }`".into(),
                 factory: None,
@@ -98,7 +106,7 @@ impl Default for Registry {
         kinds.insert(
             "interrupt".to_string(),
             KindEntry {
-                entries: vec![EntrySpec::required("value"), EntrySpec::value("write")],
+                entries: vec![EntrySpec::required("value"), EntrySpec::writes("write")],
                 doc: "asks a human: `value` is shown, the answer goes to channel `write`".into(),
                 factory: None,
             },
@@ -218,7 +226,7 @@ impl Registry {
 pub const COMMON_ENTRIES: &[EntrySpec] = &[
     EntrySpec::block("retry"),
     EntrySpec::value("timeout"),
-    EntrySpec::value("catch"),
+    EntrySpec::writes("catch"),
 ];
 
 /// Keys of a `retry { … }` block.

@@ -9,4 +9,6 @@ mod fmt;
 mod golden;
 mod parse_smoke;
 mod robustness;
+mod send_prompts;
+mod send_writes;
 mod viz;

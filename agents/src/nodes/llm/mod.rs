@@ -23,17 +23,20 @@ use async_trait::async_trait;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
-/// Renders a templated, non-cacheable system part from the state on every call.
-pub type ContextFn = Arc<dyn Fn(&StateView) -> Result<String, NodeError> + Send + Sync>;
+/// Renders a templated, non-cacheable system part on every call, from the state and the
+/// task's `send` payload (`None` for a task no send started).
+pub type ContextFn =
+    Arc<dyn Fn(&StateView, Option<&Value>) -> Result<String, NodeError> + Send + Sync>;
 
-/// Picks the tool choice of a call from the state.
-pub type ToolChoiceFn = Arc<dyn Fn(&StateView) -> Result<ToolChoice, NodeError> + Send + Sync>;
+/// Picks the tool choice of a call from the state and the task's `send` payload.
+pub type ToolChoiceFn =
+    Arc<dyn Fn(&StateView, Option<&Value>) -> Result<ToolChoice, NodeError> + Send + Sync>;
 
 /// A node that calls a chat model with the conversation in `messages_channel` and appends the
 /// answer (an `ai` message, with its tool calls) to it.
 ///
 /// * The system prompt is the static `system` parts (cacheable) followed by the part `context`
-///   renders from the state (not cacheable), when set.
+///   renders from the state and the task's send payload (not cacheable), when set.
 /// * While the model answers, each piece is emitted in the `messages` stream mode as
 ///   `{"id": <message id>, "delta": "<text>"}` or `{"id", "tool_call_delta": {"index", "id",
 ///   "name", "args_delta"}}`, in arrival order; the message id is the id of the `ai` message
@@ -69,7 +72,8 @@ pub type ToolChoiceFn = Arc<dyn Fn(&StateView) -> Result<ToolChoice, NodeError> 
 ///   after the conversation instead of a system part (never written to the state), so the
 ///   system prompt and the conversation stay a stable, cacheable prefix while the context
 ///   changes.
-/// * With [`LlmNode::tool_choice_fn`], the tool choice is picked from the state on each call.
+/// * With [`LlmNode::tool_choice_fn`], the tool choice is picked from the state (and the send
+///   payload) on each call.
 #[derive(Clone)]
 pub struct LlmNode {
     /// The model.
@@ -180,10 +184,10 @@ impl LlmNode {
         self
     }
 
-    /// Picks the tool choice from the state on each call.
+    /// Picks the tool choice from the state and the task's send payload on each call.
     pub fn tool_choice_fn<F>(mut self, f: F) -> Self
     where
-        F: Fn(&StateView) -> Result<ToolChoice, NodeError> + Send + Sync + 'static,
+        F: Fn(&StateView, Option<&Value>) -> Result<ToolChoice, NodeError> + Send + Sync + 'static,
     {
         self.tool_choice_by_state = Some(Arc::new(f));
         self
@@ -198,10 +202,11 @@ impl LlmNode {
         self
     }
 
-    /// Sets the templated system part rendered from the state on each call.
+    /// Sets the templated system part rendered on each call from the state and the task's
+    /// send payload.
     pub fn context<F>(mut self, f: F) -> Self
     where
-        F: Fn(&StateView) -> Result<String, NodeError> + Send + Sync + 'static,
+        F: Fn(&StateView, Option<&Value>) -> Result<String, NodeError> + Send + Sync + 'static,
     {
         self.context = Some(Arc::new(f));
         self
@@ -256,12 +261,16 @@ impl LlmNode {
         self
     }
 
-    /// The request this node sends for a state.
-    pub fn request(&self, state: &StateView) -> Result<ModelRequest, NodeError> {
+    /// The request this node sends for a state and a send payload (`None`: no send).
+    pub fn request(
+        &self,
+        state: &StateView,
+        payload: Option<&Value>,
+    ) -> Result<ModelRequest, NodeError> {
         let mut system = self.system.clone();
         let mut messages = state.list(&self.messages_channel).to_vec();
         if let Some(render) = &self.context {
-            let text = render(state)?;
+            let text = render(state, payload)?;
             if !text.is_empty() && self.context_as_message {
                 messages.push(json!({"type": "human", "id": "context", "content": text}));
             } else if !text.is_empty() {
@@ -272,7 +281,7 @@ impl LlmNode {
             }
         }
         let tool_choice = match &self.tool_choice_by_state {
-            Some(pick) => pick(state)?,
+            Some(pick) => pick(state, payload)?,
             None => self.tool_choice.clone(),
         };
         Ok(ModelRequest {
@@ -585,7 +594,7 @@ impl LlmNode {
                 .with_code("MAX_ITERATIONS"));
             }
         }
-        let mut req = self.request(ctx.state())?;
+        let mut req = self.request(ctx.state(), ctx.payload())?;
         let session = Self::session(&ctx);
         let mut remembered = Vec::new();
         if let Some(memory) = &self.memory {

@@ -1,7 +1,7 @@
-//! Expressions and templates (E0205, E0230–E0233).
+//! Expressions and templates (E0205, E0230–E0234).
 
 use super::a;
-use crate::ast::Span;
+use crate::ast::{Expr, ExprKind, Span};
 use crate::diagnostic::{codes, suggestion, Diagnostic};
 use crate::types::Ty;
 
@@ -148,6 +148,71 @@ pub fn needs_numbers(span: Span, op: &str, l: &Ty, r: &Ty) -> Diagnostic {
     )
 }
 
+/// `l == r` or `l != r` (`equal`: which) with sides of types that are never equal.
+pub fn never_equal(span: Span, equal: bool, l: (&Expr, &Ty), r: (&Expr, &Ty)) -> Diagnostic {
+    let (op, always) = if equal {
+        ("==", "false")
+    } else {
+        ("!=", "true")
+    };
+    Diagnostic::new(
+        codes::NEVER_EQUAL,
+        span,
+        format!(
+            "{} never equals {}: this `{op}` is always {always}",
+            a(l.1),
+            a(r.1)
+        ),
+    )
+    .label(format!("always {always}"))
+    .help(equality_hint(op, l, r))
+}
+
+/// How to write the comparison that was meant.
+fn equality_hint(op: &str, l: (&Expr, &Ty), r: (&Expr, &Ty)) -> String {
+    let text = crate::fmt::format_expr;
+    for ((other, ot), (lit, lt)) in [(l, r), (r, l)] {
+        let side = text(other);
+        let family = |t: &Ty| match t.base() {
+            Ty::Int | Ty::Float => "number",
+            Ty::Bool => "bool",
+            Ty::String => "string",
+            Ty::List(_) | Ty::Messages => "list",
+            _ => "",
+        };
+        match (family(ot), &lit.kind) {
+            ("number", ExprKind::Str { lit: s }) if s.value.trim().parse::<f64>().is_ok() => {
+                return format!("compare with the number: `{side} {op} {}`", s.value.trim())
+            }
+            ("string", ExprKind::Int { .. } | ExprKind::Float { .. }) => {
+                return format!("compare with the string: `{side} {op} \"{}\"`", text(lit))
+            }
+            ("bool", ExprKind::Str { lit: s }) if matches!(s.value.as_str(), "true" | "false") => {
+                return format!("compare with the bool: `{side} {op} {}`", s.value)
+            }
+            ("bool", ExprKind::Int { value: v @ (0 | 1) }) => {
+                return format!("compare with the bool: `{side} {op} {}`", *v == 1)
+            }
+            ("list", _) if !matches!(family(lt), "list" | "") => {
+                let not = if op == "!=" { "not " } else { "" };
+                return format!(
+                    "to ask whether the list holds it: `{not}contains({side}, {})`",
+                    text(lit)
+                );
+            }
+            _ => {}
+        }
+    }
+    let (lf, rf) = (l.1.base(), r.1.base());
+    if matches!(
+        (lf, rf),
+        (Ty::String, Ty::Int | Ty::Float) | (Ty::Int | Ty::Float, Ty::String)
+    ) {
+        return "convert one side: `str(…)` gives a string, `int(…)` a number".into();
+    }
+    "compare values of the same type (`json` values compare with anything)".into()
+}
+
 /// A template that does not parse (`message` says why).
 pub fn bad_template(span: Span, message: String) -> Diagnostic {
     Diagnostic::new(codes::BAD_TEMPLATE, span, message)
@@ -164,4 +229,70 @@ pub fn unknown_filter(span: Span, filter: &str, known: &[&str]) -> Diagnostic {
     )
     .label("in this template")
     .help(suggestion("filters", filter, known.iter().copied()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn help(src: &str, l: Ty, r: Ty) -> String {
+        let Ok(e) = crate::parse_expr(src) else {
+            panic!("{src} does not parse")
+        };
+        let ExprKind::Binary { op, lhs, rhs } = &e.kind else {
+            panic!("{src} is not a comparison")
+        };
+        let d = never_equal(e.span, op.symbol() == "==", (lhs, &l), (rhs, &r));
+        d.help.unwrap_or_default()
+    }
+
+    #[test]
+    fn the_hint_writes_the_comparison_that_was_meant() {
+        for (src, l, r, want) in [
+            (
+                "status == 200",
+                Ty::String,
+                Ty::Int,
+                "compare with the string: `status == \"200\"`",
+            ),
+            (
+                "\"2.5\" != ratio",
+                Ty::String,
+                Ty::Float,
+                "compare with the number: `ratio != 2.5`",
+            ),
+            (
+                "done == \"true\"",
+                Ty::Bool,
+                Ty::String,
+                "compare with the bool: `done == true`",
+            ),
+            (
+                "done != 0",
+                Ty::Bool,
+                Ty::Int,
+                "compare with the bool: `done != false`",
+            ),
+            (
+                "tags == name",
+                Ty::List(Box::new(Ty::String)),
+                Ty::String,
+                "to ask whether the list holds it: `contains(tags, name)`",
+            ),
+            (
+                "count == name",
+                Ty::Int,
+                Ty::String,
+                "convert one side: `str(…)` gives a string, `int(…)` a number",
+            ),
+            (
+                "meta == tags",
+                Ty::Map(Box::new(Ty::String)),
+                Ty::List(Box::new(Ty::String)),
+                "compare values of the same type (`json` values compare with anything)",
+            ),
+        ] {
+            assert_eq!(help(src, l, r), want, "{src}");
+        }
+    }
 }

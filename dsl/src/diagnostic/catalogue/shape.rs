@@ -1,7 +1,8 @@
-//! The shape of a graph: entry point, reachability, shared writes (E0290, W0301–W0303).
+//! The shape of a graph: entry point, reachability, shared writes (E0290, W0301–W0303, W0305).
 
 use crate::ast::Span;
 use crate::diagnostic::{codes, Diagnostic};
+use crate::types::Ty;
 
 /// No edge leaves START.
 pub fn no_entry_point(span: Span, graph: &str) -> Diagnostic {
@@ -81,5 +82,39 @@ pub fn shared_write(
     .with_label(channel_span, "a replace channel takes one write per step")
     .help(format!(
         "give `{channel}` a reducer (`reduce append`, `reduce merge`, …) or let one node write it"
+    ))
+}
+
+/// Every `node` task a `send` (at `send`) starts writes `channel` (at `write`): a replace
+/// channel, with its type and where it is declared.
+pub fn send_shared_write(
+    node: &str,
+    write: Span,
+    send: Span,
+    channel: (&str, &Ty, Span),
+) -> Diagnostic {
+    let (channel, ty, declared) = channel;
+    let reducer = match ty.base() {
+        Ty::List(_) => "`reduce append`, each task writing a list of its items".into(),
+        Ty::Int | Ty::Float => "`reduce sum` (or `max`, `min`)".into(),
+        Ty::Map(_) => "`reduce merge`, each task writing its own keys".into(),
+        Ty::Messages => "`reduce add_messages`".into(),
+        other => format!(
+            "make it a `list<{other}>` with `reduce append`, each task writing a one-item list"
+        ),
+    };
+    Diagnostic::new(
+        codes::SEND_SHARED_WRITE,
+        write,
+        format!("the parallel `{node}` tasks of a `send` all write `{channel}`, which has no reducer"),
+    )
+    .label("each task writes this")
+    .with_label(send, format!("one `{node}` task per item, all in one step"))
+    .with_label(
+        declared,
+        "a replace channel takes one write per step: a second fails the run",
+    )
+    .help(format!(
+        "give `{channel}` a reducer that combines the tasks' writes: {reducer}; or write it from a node after the fan-out"
     ))
 }
