@@ -7,6 +7,8 @@ mod examples;
 mod extensions;
 mod fmt;
 mod golden;
+mod js_nodes;
 mod parse_smoke;
 mod robustness;
+mod tool_nodes;
 mod viz;
