@@ -360,6 +360,25 @@ async fn cancelling_the_run_stops_the_script() {
     );
 }
 
+#[tokio::test]
+async fn the_node_timeout_gives_up_on_the_script() {
+    let g = compile(&one_node(
+        "    n: int = 0",
+        "  node run: js {\n    code: \"while (true) {}\"\n    time_limit: 60s\n    timeout: 300ms\n  }",
+    ));
+    let started = Instant::now();
+    let err = g
+        .invoke(Input::values(json!({})), RunConfig::default())
+        .await
+        .expect_err("the node times out");
+    assert!(err.to_string().contains("timeout"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
 #[test]
 fn the_check_reports_javascript_syntax_errors_at_their_place_in_the_file() {
     let text = "graph g {\n  state { n: int = 0 }\n  node run: js {\n    code: \"\"\"\n      const a = 1\n      return { n: a + }\n    \"\"\"\n  }\n  START -> run -> END\n}\n";

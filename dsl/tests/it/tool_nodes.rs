@@ -202,6 +202,15 @@ fn the_check_knows_the_registered_tools_and_the_channels() {
     );
 }
 
+#[test]
+fn without_the_agent_kinds_the_check_says_how_to_get_them() {
+    let text = "graph g {\n  state { r: json? }\n  node call: tool { tool: add, output: r }\n  START -> call -> END\n}\n";
+    let ds = crate::js_nodes::project("tools.ag", text).check(&Registry::default());
+    assert!(ds[0].is(codes::BAD_KIND), "{ds:#?}");
+    let help = ds[0].help.as_deref().unwrap_or_default();
+    assert!(help.contains("agentgraph_dsl::agents::register"), "{help}");
+}
+
 /// Counts lookups; knows one tool.
 struct Counting {
     lookups: Arc<AtomicUsize>,

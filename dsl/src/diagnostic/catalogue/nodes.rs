@@ -25,7 +25,7 @@ pub fn node_without_kind(span: Span, node: &str, channel_entry: Option<&str>) ->
 /// A kind the registry does not have; `registered` are the kinds it has.
 pub fn unknown_kind(span: Span, kind: &str, registered: &[&str]) -> Diagnostic {
     let help = match kind {
-        "llm" | "tool_executor" => format!(
+        "llm" | "tool_executor" | "tool" => format!(
             "`{kind}` is an agent node kind, and this registry has none: register them with `agentgraph_dsl::agents::register` (the `agentgraph` CLI does); registered kinds: {}",
             registered.join(", ")
         ),
