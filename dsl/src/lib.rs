@@ -9,6 +9,7 @@
 pub mod agents;
 pub mod ast;
 pub mod check;
+pub mod code;
 pub mod compile;
 pub mod diagnostic;
 pub mod eval;

@@ -69,7 +69,15 @@ impl Connection {
                 let (process, _stderr) = TokioChildProcess::builder(cmd)
                     .stderr(Stdio::inherit())
                     .spawn()
-                    .map_err(|e| connect_error(format!("could not start `{command}`: {e}")))?;
+                    .map_err(|e| {
+                        let place = match cwd {
+                            Some(dir) if !std::path::Path::new(dir).is_dir() => {
+                                format!(" (its working directory `{dir}` does not exist)")
+                            }
+                            _ => String::new(),
+                        };
+                        connect_error(format!("could not start `{command}`{place}: {e}"))
+                    })?;
                 ().serve(process)
                     .await
                     .map_err(|e| connect_error(e.to_string()))?

@@ -61,6 +61,7 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
         reg.register_tool(name.clone(), t.description().to_string());
     }
     let tools = Arc::new(tools);
+    crate::code::register_tool_kind(reg, Arc::new(crate::code::FromToolMap(tools.clone())));
     reg.register_kind(
         "llm",
         vec![

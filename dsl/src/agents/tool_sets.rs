@@ -205,15 +205,17 @@ pub fn mcp_config(o: &ObjectLit, base_dir: &Path) -> Result<ServerConfig, String
     };
     let transport = match (string("command")?, string("url")?) {
         (Some(command), None) if !command.trim().is_empty() => {
+            // The graph's folder, when there is one on disk (a graph compiled from text in
+            // memory has none: the server then starts where the process runs).
             let cwd = match string("cwd")? {
-                Some(dir) => base_dir.join(dir),
-                None => base_dir.to_path_buf(),
+                Some(dir) => Some(base_dir.join(dir)),
+                None => base_dir.is_dir().then(|| base_dir.to_path_buf()),
             };
             Transport::Stdio {
                 command,
                 args: strings("args")?,
                 env: map("env")?,
-                cwd: Some(cwd.display().to_string()),
+                cwd: cwd.map(|d| d.display().to_string()),
             }
         }
         (None, Some(url)) if url.starts_with("http://") || url.starts_with("https://") => {
@@ -312,6 +314,34 @@ fn collect(
     Ok(())
 }
 
+/// The tools of every MCP set of the graph, listed at first use (for `tool` nodes, which name
+/// a tool rather than a set). Registered names are refused to them as in a node's set.
+pub fn graph_sources(
+    graph: &GraphDecl,
+    tools: &ToolMap,
+    base_dir: &Path,
+) -> Result<ListedTools, String> {
+    let registered: Arc<BTreeSet<String>> = Arc::new(tools.keys().cloned().collect());
+    let mut sources: Vec<Arc<dyn ToolSource>> = Vec::new();
+    for item in &graph.items {
+        if let GraphItem::Tools(ToolsDecl {
+            name,
+            source: Some(source),
+            ..
+        }) = item
+        {
+            let config = mcp_config(&source.options, base_dir)
+                .map_err(|e| format!("tool set `{}`: {e}", name.name))?;
+            sources.push(Arc::new(McpSource::new(
+                Pool::global(),
+                config,
+                registered.clone(),
+            )));
+        }
+    }
+    Ok(ListedTools::new(sources, Vec::<String>::new()))
+}
+
 /// The declaration of tool set `name`.
 pub fn tool_set<'a>(graph: &'a GraphDecl, name: &str) -> Option<&'a ToolsDecl> {
     graph.items.iter().find_map(|i| match i {
@@ -344,7 +374,7 @@ mod tests {
         let g = graph(&format!("graph g {{\n  tools s = mcp {block}\n}}\n"));
         let decl = tool_set(&g, "s").expect("set s");
         let source = decl.source.as_ref().expect("a source");
-        mcp_config(&source.options, Path::new("/graphs"))
+        mcp_config(&source.options, Path::new("/"))
     }
 
     #[test]
@@ -359,15 +389,13 @@ mod tests {
                 command: "npx".into(),
                 args: vec!["-y".into(), "srv".into()],
                 env: [("A".to_string(), "1".to_string())].into_iter().collect(),
-                cwd: Some("/graphs".into()),
+                cwd: Some("/".into()),
             }
         );
         assert_eq!(c.only, ["x"]);
         assert_eq!(c.call_timeout, Duration::from_secs(5));
         let c = config(r#"{ command: "srv", cwd: "tools" }"#).expect("valid");
-        assert!(
-            matches!(c.transport, Transport::Stdio { cwd: Some(d), .. } if d == "/graphs/tools")
-        );
+        assert!(matches!(c.transport, Transport::Stdio { cwd: Some(d), .. } if d == "/tools"));
     }
 
     #[test]

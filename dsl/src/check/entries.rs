@@ -1,8 +1,12 @@
-//! Nodes: the kind, the entries it accepts and requires, and the shape of each entry.
+//! Nodes: the kind, the entries it accepts and requires, and the shape of each entry; the
+//! entries of code nodes (a `js` node's code parses as JavaScript, a `tool` node's tool is
+//! registered).
 
 use super::Checker;
 use crate::ast::*;
+use crate::code::{code_offset, sandbox};
 use crate::diagnostic::catalogue as diag;
+use crate::eval::{eval, Scope};
 use crate::registry::{EntrySpec, COMMON_ENTRIES, RETRY_KEYS};
 use crate::types::Ty;
 
@@ -34,7 +38,9 @@ impl Checker<'_, '_> {
         for e in &n.body {
             let key = e.key();
             if allowed.contains(&key.name.as_str()) {
-                self.entry(e, &locals);
+                if !self.code_entry(&kind, e) {
+                    self.entry(e, &locals);
+                }
             } else {
                 self.out
                     .push(diag::unknown_entry(key.span, &key.name, &kind, &allowed));
@@ -149,6 +155,74 @@ impl Checker<'_, '_> {
                 ));
             }
         }
+    }
+}
+
+impl Checker<'_, '_> {
+    /// Checks entry `e` of a `kind` node if it is a code node's own; `false` leaves it to the
+    /// checks every entry gets.
+    pub(super) fn code_entry(&mut self, kind: &str, e: &Entry) -> bool {
+        let Entry::Value { key, value } = e else {
+            return false;
+        };
+        match (kind, key.name.as_str()) {
+            ("js", "code") => self.js_code(value),
+            ("js", "time_limit") => {
+                if !matches!(value.kind, ExprKind::Duration { .. }) {
+                    self.out
+                        .push(diag::bad_code_limit(value.span, "time_limit"));
+                }
+            }
+            ("js", "memory_limit") => {
+                let bytes = eval(value, &Scope::empty()).ok().and_then(|v| v.as_u64());
+                if bytes.unwrap_or(0) == 0 {
+                    self.out
+                        .push(diag::bad_code_limit(value.span, "memory_limit"));
+                }
+            }
+            ("tool", "tool") => match value.as_name() {
+                Some(name) if self.reg.tools.contains_key(name) => {}
+                // An MCP set's tools are known only when it runs.
+                Some(_) if self.s.toolsets.values().any(|t| t.source.is_some()) => {}
+                Some(name) => {
+                    let registered: Vec<&str> = self.reg.tools.keys().map(String::as_str).collect();
+                    self.out
+                        .push(diag::unknown_tool(value.span, name, &registered));
+                }
+                None => self.out.push(diag::tool_not_a_name(value.span)),
+            },
+            ("tool", "output") => match &value.kind {
+                ExprKind::Name { name } => self.channel_ref(name),
+                _ => self.out.push(diag::output_not_a_channel(value.span)),
+            },
+            _ => return false,
+        }
+        true
+    }
+
+    /// A string literal whose text parses as a function body.
+    fn js_code(&mut self, value: &Expr) {
+        let ExprKind::Str { lit } = &value.kind else {
+            self.out.push(diag::js_code_not_a_string(value.span));
+            return;
+        };
+        let Some(sandbox::JsError::Thrown {
+            message,
+            line,
+            column,
+        }) = sandbox::syntax_error(&lit.value)
+        else {
+            return;
+        };
+        let at = code_offset(lit, line.unwrap_or(1), column.unwrap_or(1));
+        // One character, unless the position is at the end of a line.
+        let end = lit.raw[at - lit.span.start..]
+            .chars()
+            .next()
+            .filter(|c| *c != '\n')
+            .map_or(at, |c| at + c.len_utf8());
+        self.out
+            .push(diag::js_syntax_error(Span::new(at, end), &message));
     }
 }
 

@@ -6,7 +6,7 @@ use crate::check::Symbols;
 use crate::diagnostic::{catalogue as diag, Diagnostic};
 use crate::eval::{eval, Scope};
 use crate::extensions::Extensions;
-use crate::registry::Registry;
+use crate::registry::{Registry, SourceFile};
 use agentgraph_runtime::{
     ChannelSpec, CompiledGraph, GraphBuilder, NodeError, TaskContext, ValueType,
 };
@@ -37,10 +37,11 @@ pub(crate) struct Context<'a> {
     pub(crate) reg: &'a Registry,
     pub(crate) base_dir: &'a Path,
     pub(crate) prompts: &'a BTreeMap<String, String>,
+    pub(crate) source: SourceFile<'a>,
 }
 
 /// The scope of a task: its state, its `send` payload as locals, the registry's extensions.
-fn scope_for<'a>(ctx: &'a TaskContext, extensions: &'a Extensions) -> Scope<'a> {
+pub(crate) fn scope_for<'a>(ctx: &'a TaskContext, extensions: &'a Extensions) -> Scope<'a> {
     Scope::state(ctx.state())
         .with_extensions(extensions)
         .with_payload(ctx.payload())
@@ -55,13 +56,14 @@ fn fail(node: &str, what: &str, e: impl std::fmt::Display) -> NodeError {
     NodeError::fatal(format!("node `{node}`: {what}: {e}"))
 }
 
-/// Compiles one graph of a file.
+/// Compiles one graph of a file (`source`: that file, for nodes' run-time messages).
 pub fn compile_graph(
     g: &GraphDecl,
     s: &Symbols<'_>,
     reg: &Registry,
     base_dir: &Path,
     prompts: &BTreeMap<String, String>,
+    source: SourceFile<'_>,
     subgraphs: &dyn SubgraphResolver,
 ) -> Result<CompiledGraph, Vec<Diagnostic>> {
     let mut errs = Vec::new();
@@ -73,6 +75,7 @@ pub fn compile_graph(
         reg,
         base_dir,
         prompts,
+        source,
     };
     b = nodes::add_nodes(b, s, &cx, subgraphs, &mut errs);
     for item in &g.items {

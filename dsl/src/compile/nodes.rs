@@ -152,6 +152,7 @@ fn build_node(n: &NodeDecl, cx: &Context<'_>) -> Result<Arc<dyn Node>, Diagnosti
                 base_dir: cx.base_dir.to_path_buf(),
                 prompts: cx.prompts,
                 extensions: cx.reg.extensions.clone(),
+                source: cx.source,
             };
             factory
                 .build(&build)

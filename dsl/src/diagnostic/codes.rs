@@ -151,7 +151,10 @@ pub const NEVER_EQUAL: Code = error(
     "`==` or `!=` between values of types that are never equal (always false, or always true)",
 );
 /// E0240.
-pub const UNKNOWN_TOOL: Code = error("E0240", "a tool set names a tool that is not registered");
+pub const UNKNOWN_TOOL: Code = error(
+    "E0240",
+    "a tool set or a `tool` node names a tool that is not registered",
+);
 /// E0241.
 pub const UNKNOWN_PROVIDER: Code = error("E0241", "unknown model provider");
 /// E0242.
@@ -187,6 +190,11 @@ pub const BAD_CONFIG: Code = error("E0260", "unknown config key, or a bad config
 pub const BAD_RETRY: Code = error(
     "E0270",
     "unknown retry option, or a timeout that is not a duration (compile: a bad retry value)",
+);
+/// E0280.
+pub const JS_SYNTAX: Code = error(
+    "E0280",
+    "the code of a `js` node does not parse as JavaScript",
 );
 /// E0290.
 pub const GRAPH_REJECTED: Code = error("E0290", "compile: the runtime rejected the graph");
@@ -255,6 +263,7 @@ pub const ALL: &[Code] = &[
     MISSING_PROMPT_FILE,
     BAD_CONFIG,
     BAD_RETRY,
+    JS_SYNTAX,
     GRAPH_REJECTED,
     NODE_NOT_BUILT,
     UNREACHABLE,

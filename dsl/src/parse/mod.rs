@@ -193,6 +193,16 @@ impl Builder<'_> {
 /// Deepest nesting an expression may have (checks, formatting and evaluation recurse on it).
 pub const MAX_EXPR_DEPTH: usize = 128;
 
+/// The indentation [`dedent`] removes from every line of `body`: the least of its non-blank
+/// lines'.
+pub(crate) fn common_indent(body: &str) -> usize {
+    body.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.len() - l.trim_start().len())
+        .min()
+        .unwrap_or(0)
+}
+
 /// Removes the common indentation of a triple-quoted string and a leading/trailing blank line.
 pub fn dedent(s: &str) -> String {
     let body = s.strip_prefix('\n').unwrap_or(s);
@@ -200,12 +210,7 @@ pub fn dedent(s: &str) -> String {
         Some(i) if body[i + 1..].trim().is_empty() => &body[..i],
         _ => body,
     };
-    let indent = body
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
+    let indent = common_indent(body);
     body.lines()
         .map(|l| {
             if l.len() >= indent {

@@ -6,7 +6,7 @@ use crate::ast::*;
 use crate::check::{check_graph, Symbols};
 use crate::compile::{compile_graph, Compiled, SubgraphResolver};
 use crate::diagnostic::{catalogue as diag, codes, Diagnostic};
-use crate::registry::Registry;
+use crate::registry::{Registry, SourceFile};
 use agentgraph_runtime::CompiledGraph;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
@@ -145,11 +145,16 @@ impl Resolver<'_> {
                 .cloned()
                 .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::NotFound))
         });
-        let compiled = compile_graph(g, symbols, self.reg, &dir, &prompts, self).map_err(|ds| {
-            ds.into_iter()
-                .map(|d| in_file(d, &src.name))
-                .collect::<Vec<_>>()
-        })?;
+        let source = SourceFile {
+            name: &src.name,
+            text: &src.text,
+        };
+        let compiled =
+            compile_graph(g, symbols, self.reg, &dir, &prompts, source, self).map_err(|ds| {
+                ds.into_iter()
+                    .map(|d| in_file(d, &src.name))
+                    .collect::<Vec<_>>()
+            })?;
         self.cache
             .borrow_mut()
             .insert(path.to_path_buf(), compiled.clone());

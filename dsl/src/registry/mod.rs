@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 pub(crate) mod node_build;
 
-pub use node_build::{NodeBuild, NodeFactory};
+pub use node_build::{NodeBuild, NodeFactory, SourceFile};
 
 /// Builds a fresh registry: what an application hands the CLI's commands and the server, so
 /// that they compile graphs against its tools and kinds without knowing them.
@@ -119,6 +119,16 @@ impl Default for Registry {
                     "ends the run with an error: `message` (an expression), `code` (default FAILED)"
                         .into(),
                 factory: Some(Arc::new(crate::fail::FailFactory)),
+            },
+        );
+        kinds.insert(
+            "js".to_string(),
+            KindEntry {
+                entries: crate::code::js_entries(),
+                doc:
+                    "runs JavaScript (a function body) in a sandbox; what it returns is the update"
+                        .into(),
+                factory: Some(Arc::new(crate::code::JsFactory)),
             },
         );
         kinds.insert(

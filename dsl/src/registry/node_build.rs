@@ -22,6 +22,32 @@ pub struct NodeBuild<'a> {
     pub prompts: &'a BTreeMap<String, String>,
     /// The registry's filters and functions, for expressions the node evaluates at run time.
     pub extensions: Arc<Extensions>,
+    /// The file the node is declared in, for run-time messages that point into it.
+    pub source: SourceFile<'a>,
+}
+
+/// A graph file as run-time messages name it: spans are byte offsets into `text`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SourceFile<'a> {
+    /// How diagnostics name the file (its path as given).
+    pub name: &'a str,
+    /// Its text.
+    pub text: &'a str,
+}
+
+impl SourceFile<'_> {
+    /// The 1-based line of byte `offset`.
+    pub fn line(&self, offset: usize) -> usize {
+        crate::diagnostic::line_col(self.text, offset).0
+    }
+
+    /// The file's name without its folders (`graph.ag`).
+    pub fn file_name(&self) -> &str {
+        std::path::Path::new(self.name)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(self.name)
+    }
 }
 
 /// Builds the runtime node of a registered kind.

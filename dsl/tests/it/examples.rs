@@ -174,3 +174,25 @@ async fn a_snapshot_compiles_without_the_files() {
     // A root that is not in the snapshot is a load error.
     assert!(Project::from_files(&PathBuf::from("/nowhere.ag"), &files).is_err());
 }
+
+#[tokio::test]
+async fn code_map_reduce_counts_words_in_javascript() {
+    let g = example("code_map_reduce.ag");
+    let out = g
+        .invoke(
+            Input::values(json!({"docs": ["The cat sat.", "The cat ran, the dog sat."]})),
+            RunConfig::default(),
+        )
+        .await
+        .unwrap();
+    // 3 + 6 words; "the" 3 times, then "cat" and "sat" twice (ties in alphabetical order).
+    assert_eq!(out.values["words"], json!(9));
+    assert_eq!(
+        out.values["top"],
+        json!([{"word": "the", "n": 3}, {"word": "cat", "n": 2}, {"word": "sat", "n": 2}])
+    );
+    assert_eq!(
+        out.values["counts"],
+        json!([{"the": 1, "cat": 1, "sat": 1}, {"the": 2, "cat": 1, "ran": 1, "dog": 1, "sat": 1}])
+    );
+}

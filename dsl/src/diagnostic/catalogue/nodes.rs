@@ -1,4 +1,4 @@
-//! Nodes, tools, models and options (E0210–E0212, E0240–E0243, E0260, E0270, E0291).
+//! Nodes, tools, models and options (E0210–E0212, E0240–E0243, E0260, E0270, E0280, E0291).
 
 use super::a;
 use crate::ast::Span;
@@ -25,7 +25,7 @@ pub fn node_without_kind(span: Span, node: &str, channel_entry: Option<&str>) ->
 /// A kind the registry does not have; `registered` are the kinds it has.
 pub fn unknown_kind(span: Span, kind: &str, registered: &[&str]) -> Diagnostic {
     let help = match kind {
-        "llm" | "tool_executor" => format!(
+        "llm" | "tool_executor" | "tool" => format!(
             "`{kind}` is an agent node kind, and this registry has none: register them with `agentgraph_dsl::agents::register` (the `agentgraph` CLI does); registered kinds: {}",
             registered.join(", ")
         ),
@@ -217,6 +217,55 @@ pub fn bad_retry_value(span: Span, key: &str) -> Diagnostic {
         format!("bad value for retry option `{key}`"),
     )
     .label("wrong type")
+}
+
+/// A `js` node's `code` that is not a string literal.
+pub fn js_code_not_a_string(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        codes::BAD_ENTRY,
+        span,
+        "`code` is a string literal holding a JavaScript function body",
+    )
+    .label("not a string literal")
+    .help(
+        "write the code in a `\"\"\"` string: `code: \"\"\"\\n  return { total: a + b }\\n\"\"\"`",
+    )
+}
+
+/// JavaScript that does not parse; `message` is QuickJS's.
+pub fn js_syntax_error(span: Span, message: &str) -> Diagnostic {
+    Diagnostic::new(
+        codes::JS_SYNTAX,
+        span,
+        format!("the JavaScript does not parse: {message}"),
+    )
+    .label("here")
+    .help("the code is the body of a function: end it with `return { channel: value }`")
+}
+
+/// A `time_limit` or `memory_limit` of the wrong kind.
+pub fn bad_code_limit(span: Span, key: &str) -> Diagnostic {
+    let (what, example) = match key {
+        "time_limit" => ("a duration", "`time_limit: 2s`"),
+        _ => ("a positive number of bytes", "`memory_limit: 16000000`"),
+    };
+    Diagnostic::new(codes::BAD_ENTRY, span, format!("`{key}` is {what}"))
+        .label(format!("not {what}"))
+        .help(format!("write e.g. {example}"))
+}
+
+/// A `tool` node's `tool` that is not a name or a string.
+pub fn tool_not_a_name(span: Span) -> Diagnostic {
+    Diagnostic::new(codes::BAD_ENTRY, span, "`tool` names a tool")
+        .label("not a tool name")
+        .help("write the tool's name, e.g. `tool: calculator` (or `tool: \"get-sum\"` for names with other characters)")
+}
+
+/// `output:` with something other than a channel name.
+pub fn output_not_a_channel(span: Span) -> Diagnostic {
+    Diagnostic::new(codes::BAD_ENTRY, span, "`output` names a channel")
+        .label("not a channel name")
+        .help("name the channel that receives the tool's result, e.g. `output: result`")
 }
 
 /// The marker [`node_not_built`] puts between the node names and the reason (the compiler
