@@ -18,6 +18,7 @@ mod chat;
 mod cli;
 mod demo_session;
 mod eval;
+mod mcp_server;
 mod n8n_deploy;
 mod n8n_scenarios;
 mod react_agent;

@@ -2,6 +2,7 @@
 //! over streamable HTTP.
 
 use super::{ServeError, Session, ToolServer};
+use rmcp::service::ServerInitializeError;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::ServiceExt;
@@ -25,7 +26,7 @@ pub async fn serve_stdio(
 }
 
 /// Serves one session over `read`/`write` (newline-delimited JSON-RPC) until the peer closes
-/// the stream or `shutdown` completes.
+/// the stream (before the handshake too) or `shutdown` completes.
 pub async fn serve_io<R, W>(
     server: Arc<ToolServer>,
     read: R,
@@ -40,7 +41,12 @@ where
     let start = Session::new(server).serve_with_ct((read, write), ct.clone());
     tokio::pin!(shutdown);
     let running = tokio::select! {
-        r = start => r.map_err(|e| ServeError::Start(e.to_string()))?,
+        r = start => match r {
+            Ok(running) => running,
+            // The client went away before the handshake: nothing was served, nothing failed.
+            Err(ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(ServeError::Start(e.to_string())),
+        },
         () = &mut shutdown => return Ok(()),
     };
     tokio::select! {

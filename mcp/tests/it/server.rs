@@ -226,3 +226,17 @@ async fn http_sessions_have_their_own_state_and_shutdown_stops_the_server() {
     first.close().await;
     second.close().await;
 }
+
+#[tokio::test]
+async fn a_client_gone_before_the_handshake_ends_the_session_cleanly() {
+    let (client_io, server_io) = tokio::io::duplex(1024);
+    let (read, write) = tokio::io::split(server_io);
+    drop(client_io);
+    let ended = tokio::time::timeout(
+        Duration::from_secs(10),
+        serve_io(server(), read, write, std::future::pending()),
+    )
+    .await
+    .expect("the session ends");
+    assert!(ended.is_ok(), "{ended:?}");
+}
