@@ -240,3 +240,70 @@ async fn a_client_gone_before_the_handshake_ends_the_session_cleanly() {
     .expect("the session ends");
     assert!(ended.is_ok(), "{ended:?}");
 }
+
+/// `wait`: returns when its call is cancelled, and says so in `seen`.
+struct Wait {
+    seen: Arc<tokio::sync::Notify>,
+}
+
+#[async_trait]
+impl Tool for Wait {
+    fn name(&self) -> &str {
+        "wait"
+    }
+    fn description(&self) -> &str {
+        "Waits until cancelled."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn call(&self, _args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        tokio::select! {
+            () = ctx.cancellation().cancelled() => {
+                self.seen.notify_one();
+                Err(ToolError::new("CANCELLED", "cancelled"))
+            }
+            () = tokio::time::sleep(Duration::from_secs(30)) => Ok(ToolOutput::text("not cancelled")),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_request_cancels_the_call() {
+    let seen = Arc::new(tokio::sync::Notify::new());
+    let mut s = ToolServer::new("wait-server", "1");
+    s.add(ServedTool::new(Arc::new(Wait { seen: seen.clone() })))
+        .expect("wait");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let stop = CancellationToken::new();
+    let served = {
+        let stop = stop.clone();
+        tokio::spawn(async move { serve_http(Arc::new(s), listener, stop.cancelled_owned()).await })
+    };
+    let conn = Connection::open(&Transport::Http {
+        url: format!("http://{addr}{HTTP_PATH}"),
+        headers: BTreeMap::new(),
+    })
+    .await
+    .expect("session");
+    let cancel = CancellationToken::new();
+    let call = conn.call("wait", json!({}), Duration::from_secs(60), &cancel);
+    let later = cancel.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        later.cancel();
+    });
+    assert!(matches!(
+        call.await,
+        Err(agentgraph_mcp::McpError::Cancelled)
+    ));
+    tokio::time::timeout(Duration::from_secs(10), seen.notified())
+        .await
+        .expect("the tool saw the cancellation");
+    stop.cancel();
+    let _ = tokio::time::timeout(Duration::from_secs(10), served).await;
+    conn.close().await;
+}
