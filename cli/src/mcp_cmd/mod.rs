@@ -15,9 +15,10 @@ use agentgraph_dsl::Project;
 use agentgraph_mcp::server::{
     serve_http, serve_stdio, tool_name, unique_name, ServedTool, ToolServer, HTTP_PATH,
 };
-use agentgraph_runtime::SledCheckpointer;
+use agentgraph_runtime::{Checkpointer, SledCheckpointer};
 use graph_tool::{leading_comment, output_schema, GraphTool, ResumeTool, RESUME};
 use std::collections::BTreeSet;
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -74,12 +75,12 @@ pub async fn mcp(ctx: &Ctx, opts: McpOpts) -> u8 {
         .map(|t| t.tool.name().to_string())
         .collect();
     taken.insert(RESUME.to_string());
-    let graphs = match &opts.graphs {
+    let (graphs, store) = match &opts.graphs {
         Some(dir) => match graph_tools(ctx, dir, &mut taken) {
             Ok(g) => g,
             Err(code) => return code,
         },
-        None => Vec::new(),
+        None => (Vec::new(), None),
     };
     let mut served: Vec<ServedTool> = graphs
         .iter()
@@ -102,10 +103,19 @@ pub async fn mcp(ctx: &Ctx, opts: McpOpts) -> u8 {
     match opts.http {
         None => {
             eprintln!("agentgraph mcp on stdio; tools: {names}");
-            match serve_stdio(server, crate::stop_signal()).await {
+            let code = match serve_stdio(server, crate::stop_signal()).await {
                 Ok(()) => exit::DONE,
                 Err(e) => fail(e, exit::FAILED),
+            };
+            // A terminal's stdin is read on a blocking thread that only a typed line ends, and
+            // the runtime would wait for it on the way out: leave now, the store flushed.
+            if std::io::stdin().is_terminal() {
+                if let Some(store) = &store {
+                    let _ = store.flush().await;
+                }
+                std::process::exit(i32::from(code));
             }
+            code
         }
         Some(addr) => {
             let listener = match tokio::net::TcpListener::bind(addr).await {
@@ -123,14 +133,10 @@ pub async fn mcp(ctx: &Ctx, opts: McpOpts) -> u8 {
     }
 }
 
-/// The graphs of `dir` (`*.ag`, by file name) as tools over the store; a file that does not
-/// compile is reported and left out. Names are the graphs' names made valid and unique
-/// (`taken` grows with them).
-fn graph_tools(
-    ctx: &Ctx,
-    dir: &Path,
-    taken: &mut BTreeSet<String>,
-) -> Result<Vec<Arc<GraphTool>>, u8> {
+/// The graphs of `dir` (`*.ag`, by file name) as tools over the store, and the store (opened
+/// when there is a graph file); a file that does not compile is reported and left out. Names
+/// are the graphs' names made valid and unique (`taken` grows with them).
+fn graph_tools(ctx: &Ctx, dir: &Path, taken: &mut BTreeSet<String>) -> Result<GraphTools, u8> {
     let entries = std::fs::read_dir(dir).map_err(|e| {
         fail(
             format!("cannot read --graphs {}: {e}", dir.display()),
@@ -145,7 +151,7 @@ fn graph_tools(
     files.sort();
     if files.is_empty() {
         eprintln!("warning: no .ag files in {}", dir.display());
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     }
     let store: Arc<SledCheckpointer> = crate::graph::store(ctx)?;
     let registry = (ctx.registry)();
@@ -179,5 +185,8 @@ fn graph_tools(
         let graph = graph.with_checkpointer(store.clone());
         tools.push(Arc::new(GraphTool::new(name, graph, &comment)));
     }
-    Ok(tools)
+    Ok((tools, Some(store)))
 }
+
+/// Graph tools and the store their runs use.
+type GraphTools = (Vec<Arc<GraphTool>>, Option<Arc<SledCheckpointer>>);
