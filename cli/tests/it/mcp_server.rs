@@ -59,13 +59,29 @@ const APPROVAL: &str = r#"graph approval {
 }
 "#;
 
-/// A graphs folder with `echo.ag`, `approval.ag` and a file that does not compile.
+const REFUSE: &str = r#"graph refuse {
+  state {
+    format: string = "xml"
+  }
+
+  node refuse: fail {
+    message: "unknown format `" + format + "`"
+    code: "BAD_FORMAT"
+  }
+
+  START -> refuse -> END
+}
+"#;
+
+/// A graphs folder with `echo.ag`, `approval.ag`, `refuse.ag` (a run that fails) and a file
+/// that does not compile.
 fn graphs(dir: &Path) -> PathBuf {
     let graphs = dir.join("graphs");
     std::fs::create_dir_all(&graphs).expect("graphs folder");
     for (file, text) in [
         ("echo.ag", ECHO),
         ("approval.ag", APPROVAL),
+        ("refuse.ag", REFUSE),
         (
             "broken.ag",
             "graph broken { node x { set { nope: 1 } } START -> x }",
@@ -189,6 +205,13 @@ async fn stdio_serves_graphs_an_interrupt_and_the_builder_tools() {
         text_of(&r).contains("missing required argument `text`"),
         "{r}"
     );
+
+    // A failed run: an error with the run's message.
+    let r = call(&conn, "refuse", json!({"format": "csv"})).await;
+    assert_eq!(r["isError"], json!(true), "{r}");
+    let text = text_of(&r);
+    assert!(text.starts_with("RUN_FAILED: "), "{text}");
+    assert!(text.contains("unknown format `csv`"), "{text}");
 
     // An interrupt: an error naming the thread and the question; `resume` answers it.
     let r = call(&conn, "approval", json!({"draft": "Hello"})).await;
