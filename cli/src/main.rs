@@ -8,6 +8,7 @@ mod eval_cmd;
 mod graph;
 mod inspect;
 mod live;
+mod mcp_cmd;
 mod n8n_cmd;
 mod run;
 mod serve_n8n;
@@ -212,6 +213,11 @@ enum Cmd {
     /// NAME|--cases FILE] [--graph single|multi|PATH …]`; `eval compare A.jsonl B.jsonl` (exit
     /// 1 when B regresses), `eval report FILE`. See docs/eval.md.
     Eval(eval_cmd::EvalArgs),
+    /// Serve the graphs of a folder as MCP tools (a call runs the graph on a new thread and
+    /// returns its output channels; `resume` answers an interrupt), and with --builder-tools
+    /// the workflow builder's tools over a workflow held per MCP session: over stdio, or
+    /// streamable HTTP at http://ADDR/mcp with --http ADDR. See docs/mcp.md.
+    Mcp(mcp_cmd::McpOpts),
     /// Draw a graph as a diagram.
     Viz {
         /// The graph file.
@@ -285,6 +291,7 @@ async fn dispatch(cli: Cli) -> u8 {
     let (source, announce) = match &cli.cmd {
         Cmd::Chat { opts } => (opts.catalogue.source(), true),
         Cmd::Serve { catalogue, .. } => (catalogue.source(), true),
+        Cmd::Mcp(opts) => (opts.catalogue.source(), opts.builder_tools),
         _ => (agentgraph_n8n::CatalogueSource::Auto, false),
     };
     if announce {
@@ -339,6 +346,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Cmd::Chat { opts } => chat::chat(&ctx, opts).await,
         Cmd::N8n { cmd } => n8n_cmd::n8n(&ctx, cmd).await,
         Cmd::Eval(args) => eval_cmd::eval(&ctx, args).await,
+        Cmd::Mcp(opts) => mcp_cmd::mcp(&ctx, opts).await,
         Cmd::Viz { graph, format } => graph::viz(&ctx, &graph, &format),
         Cmd::Serve {
             graphs,

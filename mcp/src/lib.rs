@@ -7,6 +7,9 @@
 //! the pool: one connection per distinct server, started again with backoff when it dies, a
 //! time limit per call, and the run's cancellation reaching the call in flight.
 //!
+//! The other way round, [`server`] serves agentgraph tools as an MCP server (stdio or
+//! streamable HTTP), each session with its own state.
+//!
 //! Built on the official Rust SDK (`rmcp`).
 
 mod config;
@@ -15,6 +18,7 @@ mod error;
 mod pool;
 mod schema;
 mod source;
+pub mod server;
 mod tool;
 
 pub use config::{ServerConfig, Transport, DEFAULT_CALL_TIMEOUT};

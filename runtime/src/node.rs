@@ -304,4 +304,11 @@ impl TaskContext {
             salvage: Salvage::default(),
         }
     }
+
+    /// The context with another cancellation token: a detached call that a caller outside
+    /// any run can stop (a served tool whose request was cancelled).
+    pub fn with_cancellation(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
 }

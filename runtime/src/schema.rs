@@ -163,6 +163,14 @@ impl Schema {
             .collect()
     }
 
+    /// Names of the channels a run returns.
+    pub fn output_keys(&self) -> Vec<&str> {
+        self.output
+            .iter()
+            .map(|&i| self.channels[i].name.as_str())
+            .collect()
+    }
+
     /// Renders the output keys of `values` as an object.
     pub(crate) fn output_object(&self, values: &[Option<Arc<Value>>]) -> Value {
         let mut out = Map::new();

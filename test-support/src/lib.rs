@@ -167,6 +167,18 @@ pub fn require_mcp_servers() -> Option<PathBuf> {
     Some(dir)
 }
 
+/// The MCP inspector's command-line client (`mcp-inspector-cli` of the npm package
+/// `@modelcontextprotocol/inspector-cli`): `$AGENTGRAPH_TEST_MCP_INSPECTOR`
+/// (`scripts/mcp-servers install` installs it and prints it; `.ci/run` does both), or a skip.
+pub fn require_mcp_inspector() -> Option<PathBuf> {
+    const WHAT: &str = "the MCP inspector CLI (eval \"$(scripts/mcp-servers install)\")";
+    let program = PathBuf::from(require_env("AGENTGRAPH_TEST_MCP_INSPECTOR", WHAT)?);
+    if !program.exists() {
+        return skip(WHAT, &format!("{} does not exist", program.display()));
+    }
+    Some(program)
+}
+
 /// The URL of a PostgreSQL server for tests: `$AGENTGRAPH_TEST_POSTGRES_URL`.
 pub fn require_postgres() -> Option<String> {
     require_env(

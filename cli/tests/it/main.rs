@@ -19,6 +19,7 @@ mod cli;
 mod demo_session;
 mod eval;
 mod mcp_agent;
+mod mcp_server;
 mod n8n_deploy;
 mod n8n_scenarios;
 mod react_agent;
