@@ -17,8 +17,8 @@ mod connection;
 mod error;
 mod pool;
 mod schema;
-mod source;
 pub mod server;
+mod source;
 mod tool;
 
 pub use config::{ServerConfig, Transport, DEFAULT_CALL_TIMEOUT};

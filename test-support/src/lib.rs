@@ -20,6 +20,7 @@
 //! [`graphs`] holds the graph-building and run helpers the engine and agent-node tests share.
 
 pub mod graphs;
+pub mod mcp;
 
 use std::fmt::Display;
 use std::io::Write;

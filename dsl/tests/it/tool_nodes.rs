@@ -292,33 +292,31 @@ async fn the_tool_is_resolved_once_at_the_first_run() {
     assert!(ds[0].message.contains("not for this node"), "{ds:#?}");
 }
 
-/// A `tool` node calling a tool of a real MCP server (`@modelcontextprotocol/server-everything`,
-/// `scripts/mcp-servers install`), named as a string since `get-sum` is not an identifier; the
-/// check accepts the name because the graph declares an MCP set.
-#[tokio::test]
-async fn a_tool_node_calls_an_mcp_servers_tool() {
-    let Some(bin) = agentgraph_test_support::require_mcp_servers() else {
-        return;
-    };
-    let server = bin.join("mcp-server-everything");
-    let text = format!(
+/// A graph whose `tool` node calls `get-sum` of server-everything declared by `server` (the
+/// inside of an `mcp { … }` block).
+fn mcp_sum_graph(server: &str) -> String {
+    format!(
         r#"graph sums {{
   state {{ a: int = 0, b: int = 0, total: json? }}
   input {{ a, b }}
   output {{ total }}
-  tools everything = mcp {{ command: "{}", args: ["stdio"], only: ["get-sum"] }}
+  tools everything = mcp {{ {server}, only: ["get-sum"] }}
   node add: tool {{ tool: "get-sum", args: {{ a: a, b: b }}, output: total }}
   START -> add -> END
 }}
-"#,
-        server.display()
-    );
-    // No registered tools: a registered `get-sum` would shadow the server's.
+"#
+    )
+}
+
+/// Checks, compiles and runs `text` with no registered tools (a registered `get-sum` would
+/// shadow the server's): 19 + 23 comes back from the server; a name the server does not offer
+/// is reported with what it offers.
+async fn sums_through_mcp(text: &str) {
     let mut reg = Registry::default();
     agentgraph_dsl::agents::register(&mut reg, ToolMap::new());
-    let found = crate::js_nodes::project("tools.ag", &text).check(&reg);
+    let found = crate::js_nodes::project("tools.ag", text).check(&reg);
     assert!(found.is_empty(), "{found:?}");
-    let g = compile_with(&text, &reg);
+    let g = compile_with(text, &reg);
     let out = g
         .invoke(
             Input::values(json!({"a": 19, "b": 23})),
@@ -328,7 +326,6 @@ async fn a_tool_node_calls_an_mcp_servers_tool() {
         .expect("the run succeeds");
     let total = out.values["total"].as_str().unwrap_or_default().to_string();
     assert!(total.contains("42"), "{}", out.values);
-    // An unknown name is reported with what the server offers.
     let bad = text.replace(r#"tool: "get-sum""#, r#"tool: "get-product""#);
     let g = compile_with(&bad, &reg);
     let e = g
@@ -340,4 +337,31 @@ async fn a_tool_node_calls_an_mcp_servers_tool() {
         shown.contains("get-product") && shown.contains("get-sum"),
         "{shown}"
     );
+}
+
+/// A `tool` node calling a tool of a real MCP server (`@modelcontextprotocol/server-everything`,
+/// `scripts/mcp-servers install`) over stdio, named as a string since `get-sum` is not an
+/// identifier; the check accepts the name because the graph declares an MCP set.
+#[tokio::test]
+async fn a_tool_node_calls_an_mcp_servers_tool() {
+    let Some(bin) = agentgraph_test_support::require_mcp_servers() else {
+        return;
+    };
+    let server = bin.join("mcp-server-everything");
+    let text = mcp_sum_graph(&format!(
+        r#"command: "{}", args: ["stdio"]"#,
+        server.display()
+    ));
+    sums_through_mcp(&text).await;
+}
+
+/// The same over streamable HTTP (`url:`).
+#[tokio::test]
+async fn a_tool_node_calls_an_mcp_tool_over_streamable_http() {
+    let Some(bin) = agentgraph_test_support::require_mcp_servers() else {
+        return;
+    };
+    let server = agentgraph_test_support::mcp::everything_http(&bin);
+    let text = mcp_sum_graph(&format!(r#"url: "{}""#, server.url));
+    sums_through_mcp(&text).await;
 }

@@ -4,6 +4,7 @@
 use agentgraph_agents::tools::{Tool, ToolContext};
 use agentgraph_mcp::{toolset, McpError, Pool, ServerConfig};
 use agentgraph_runtime::StateView;
+use agentgraph_test_support::mcp::{everything_http, free_port};
 use agentgraph_test_support::require_mcp_servers;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -284,57 +285,12 @@ async fn a_server_killed_mid_call_is_an_error_then_restarted() {
     pool.shutdown().await;
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// server-everything over streamable HTTP, started by the test.
-struct HttpServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-async fn http_server(bin: &Path) -> HttpServer {
-    let port = free_port();
-    let child = std::process::Command::new(bin.join("mcp-server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start server-everything streamableHttp");
-    let server = HttpServer {
-        child,
-        url: format!("http://127.0.0.1:{port}/mcp"),
-    };
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return server;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("server-everything did not listen on {port}");
-}
-
 #[tokio::test]
 async fn streamable_http_server_lists_and_calls() {
     let Some(bin) = require_mcp_servers() else {
         return;
     };
-    let server = http_server(&bin).await;
+    let server = everything_http(&bin);
     let pool = Pool::new();
     let config = ServerConfig::http(server.url.clone()).with("X-Agentgraph-Test", "1");
     let tools = tools_of(&pool, &config).await;
