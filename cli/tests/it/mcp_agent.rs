@@ -260,3 +260,101 @@ fn a_server_that_cannot_start_fails_the_node_with_its_name() {
     assert!(stderr.contains("could not be started"), "{stderr}");
     assert!(stderr.contains(&missing_s), "{stderr}");
 }
+
+/// Every tool server-everything offers, sanitised, offered in one request over each wire
+/// format: the mock provider holds each request to what the real APIs refuse (names, object
+/// schemas, arrays with one `items` schema, no `$ref`, no top-level unions).
+#[tokio::test(flavor = "multi_thread")]
+async fn every_tool_of_server_everything_passes_both_providers_request_rules() {
+    let Some(bin) = require_mcp_servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("answer.json");
+    std::fs::write(
+        &script,
+        json!({"responses": [{"node": "agent", "text": "nothing to do"}]}).to_string(),
+    )
+    .unwrap();
+    for (wire, model, vars) in [
+        (
+            Wire::OpenAi,
+            "openai { model: \"gpt-test\" }",
+            ["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+        ),
+        (
+            Wire::Anthropic,
+            "anthropic { model: \"claude-test\" }",
+            ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"],
+        ),
+    ] {
+        let graph = dir.path().join(format!("{wire:?}.ag"));
+        std::fs::write(
+            &graph,
+            format!(
+                "graph all_tools {{\n  state {{ messages: messages }}\n  input {{ messages }}\n  \
+                 model main = {model}\n  \
+                 tools everything = mcp {{ command: \"{}\", args: [\"stdio\"] }}\n  \
+                 node agent: llm {{ model: main, messages: messages, tools: everything }}\n  \
+                 START -> agent -> END\n}}\n",
+                bin.join("mcp-server-everything").display()
+            ),
+        )
+        .unwrap();
+        let (server, replay) = Replay::start(wire, &script).await;
+        let base = match wire {
+            Wire::OpenAi => format!("{}/v1", server.uri()),
+            Wire::Anthropic => server.uri(),
+        };
+        let (d, g, b) = (dir.path().to_path_buf(), graph.clone(), bin.clone());
+        let out = tokio::task::spawn_blocking(move || {
+            let input = json!({"messages": [{"type": "human", "content": "hi"}]}).to_string();
+            let o = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+                .current_dir(&d)
+                .arg("--db")
+                .arg(d.join(format!("db-{wire:?}")))
+                .args(["run", &g.display().to_string(), "--input", &input, "--json"])
+                .env("NO_COLOR", "1")
+                .env_remove("AGENTGRAPH_PROVIDER")
+                .env(vars[0], "test-key")
+                .env(vars[1], &base)
+                .env(
+                    "PATH",
+                    format!(
+                        "{}:{}",
+                        b.display(),
+                        std::env::var("PATH").unwrap_or_default()
+                    ),
+                )
+                .output()
+                .expect("the agentgraph binary runs");
+            Out {
+                code: o.status.code().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+                stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+            }
+        })
+        .await
+        .expect("the run finished");
+        final_json(&out);
+        assert!(
+            replay.violations().is_empty(),
+            "{wire:?}: {:?}",
+            replay.violations()
+        );
+        let requests = replay.requests();
+        assert_eq!(requests.len(), 1, "{wire:?}");
+        let offered = offered_tools(wire, &requests[0].body);
+        for expected in [
+            "echo",
+            "get-sum",
+            "get-tiny-image",
+            "trigger-long-running-operation",
+        ] {
+            assert!(
+                offered.iter().any(|n| n == expected),
+                "{wire:?}: {offered:?}"
+            );
+        }
+    }
+}

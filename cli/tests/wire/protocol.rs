@@ -31,8 +31,57 @@ fn tools_protocol(wire: Wire, body: &Value) -> Vec<String> {
                 "tools[{k}]: the input schema is not of type object"
             ));
         }
+        let root = schema.trim_end_matches("/type");
+        if let Some(s) = t.pointer(root) {
+            for key in ["anyOf", "oneOf", "allOf", "not"] {
+                if s.get(key).is_some() {
+                    problems.push(format!(
+                        "tools[{k}]: `{key}` at the top of the input schema"
+                    ));
+                }
+            }
+            schema_protocol(&format!("tools[{k}]"), s, &mut problems);
+        }
     }
     problems
+}
+
+/// Shapes inside a tool's schema that the APIs refuse: an array without one `items` schema
+/// (a tuple list, or none), a `$ref` (not followed by every provider), `properties` that is
+/// not an object.
+fn schema_protocol(at: &str, s: &Value, problems: &mut Vec<String>) {
+    let Some(o) = s.as_object() else { return };
+    if o.contains_key("$ref") {
+        problems.push(format!("{at}: a `$ref` in the schema"));
+    }
+    let is_array = o.get("type") == Some(&json!("array"))
+        || o["type"]
+            .as_array()
+            .is_some_and(|ts| ts.contains(&json!("array")));
+    if is_array && !o.get("items").is_some_and(Value::is_object) {
+        problems.push(format!("{at}: an array schema without one `items` schema"));
+    }
+    if o.get("properties").is_some_and(|p| !p.is_object()) {
+        problems.push(format!("{at}: `properties` is not an object"));
+    }
+    for (key, v) in o {
+        match key.as_str() {
+            "properties" | "$defs" | "definitions" | "patternProperties" => {
+                for (name, sub) in v.as_object().into_iter().flatten() {
+                    schema_protocol(&format!("{at}.{key}.{name}"), sub, problems);
+                }
+            }
+            "items" | "additionalProperties" | "not" => {
+                schema_protocol(&format!("{at}.{key}"), v, problems)
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                for (i, sub) in v.as_array().into_iter().flatten().enumerate() {
+                    schema_protocol(&format!("{at}.{key}[{i}]"), sub, problems);
+                }
+            }
+            _ => {}
+        }
+    }
 }
 
 /// What the Chat Completions API rejects: tool calls not answered right after, tool messages
