@@ -55,8 +55,8 @@ fn schema_protocol(at: &str, s: &Value, problems: &mut Vec<String>) {
         problems.push(format!("{at}: a `$ref` in the schema"));
     }
     let is_array = o.get("type") == Some(&json!("array"))
-        || o["type"]
-            .as_array()
+        || o.get("type")
+            .and_then(Value::as_array)
             .is_some_and(|ts| ts.contains(&json!("array")));
     if is_array && !o.get("items").is_some_and(Value::is_object) {
         problems.push(format!("{at}: an array schema without one `items` schema"));

@@ -174,7 +174,10 @@ impl Tool for SubmitDiscoveryResults {
                                     "type": "object",
                                     "properties": {
                                         "name": {"type": "string"},
-                                        "possibleValues": {"type": "array"}
+                                        "possibleValues": {
+                                            "type": "array",
+                                            "items": {"type": ["string", "number", "boolean"]}
+                                        }
                                     },
                                     "required": ["name", "possibleValues"]
                                 }
