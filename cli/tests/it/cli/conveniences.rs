@@ -438,6 +438,26 @@ fn the_project_config_fills_in_below_env_and_flags() {
     let t = ag_in(&project, &["threads", "--json"], &[]);
     assert_eq!(last_json(&t.stdout)[0]["thread_id"], json!("t"));
 
+    // `model` goes to the model variable of the provider in force.
+    std::fs::write(
+        project.join("agentgraph.toml"),
+        "provider = \"openai\"\nmodel = \"gpt-from-file\"\n",
+    )
+    .unwrap();
+    let v = last_json(&ag_in(&sub, &["config", "--json"], &[]).stdout);
+    assert_eq!(
+        setting(&v, "model"),
+        (json!("gpt-from-file"), from_file.clone())
+    );
+    let v = last_json(&ag_in(&sub, &["config", "--json"], &[("OPENAI_MODEL", "gpt-env")]).stdout);
+    assert_eq!(
+        setting(&v, "model"),
+        (
+            json!("gpt-env"),
+            json!({"kind": "env", "name": "OPENAI_MODEL"})
+        )
+    );
+
     // A broken file is a usage error that names it.
     std::fs::write(project.join("agentgraph.toml"), "db = 3\n").unwrap();
     let bad = ag_in(&sub, &["config"], &[]);
