@@ -1,6 +1,7 @@
 //! `agentgraph threads`: per thread, the graph that ran it, its status, and the time and step
 //! of its latest checkpoint. Status and step come from the newest root checkpoint and its
-//! pending writes; the graph from the small record runs leave under `<db>/cli-threads/`.
+//! pending writes; the graph from the small record runs leave under `<db>/cli-threads/`, or
+//! for threads `agentgraph serve` ran, from its event store (the graph's name there).
 
 use crate::exit;
 use crate::graph::{fail, store, Ctx};
@@ -77,6 +78,21 @@ fn recorded_graph(db: &Path, thread: &str) -> Option<String> {
     std::fs::read_to_string(db.join(GRAPHS_DIR).join(thread)).ok()
 }
 
+/// The event store of `agentgraph serve` on this store, which names the graph of each thread
+/// it ran; `None` when there is none, or while a server holds it open.
+fn server_events(db: &Path) -> Option<agentgraph_server::EventStore> {
+    let dir = db.join("server-events");
+    if !dir.is_dir() {
+        return None;
+    }
+    // Limits only bound appends; nothing is appended here.
+    let limits = agentgraph_server::EventLimits {
+        events: usize::MAX,
+        bytes: usize::MAX,
+    };
+    agentgraph_server::EventStore::open(&dir, limits).ok()
+}
+
 /// `agentgraph threads`.
 pub async fn threads(ctx: &Ctx) -> u8 {
     if !ctx.db.is_dir() {
@@ -94,6 +110,7 @@ pub async fn threads(ctx: &Ctx) -> u8 {
         Ok(ids) => ids,
         Err(e) => return fail(e, exit::FAILED),
     };
+    let served = server_events(&ctx.db);
     let mut rows = Vec::with_capacity(ids.len());
     for id in ids {
         let latest = match cp.get(&id, "", None).await {
@@ -101,7 +118,11 @@ pub async fn threads(ctx: &Ctx) -> u8 {
             Err(e) => return fail(e, exit::FAILED),
         };
         rows.push(ThreadRow {
-            graph: recorded_graph(&ctx.db, &id),
+            graph: recorded_graph(&ctx.db, &id).or_else(|| {
+                served
+                    .as_ref()
+                    .and_then(|events| events.graph_of(&id).ok().flatten())
+            }),
             status: latest.as_ref().map(status),
             step: latest.as_ref().map(|t| t.checkpoint.step),
             updated: latest
