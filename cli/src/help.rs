@@ -31,7 +31,12 @@ const EXAMPLES: &[(&str, &str)] = &[
 /// The `agentgraph` command with the examples attached (used to parse the command line and
 /// to generate completions).
 pub fn command() -> clap::Command {
-    let mut cmd = crate::Cli::command();
+    let mut cmd = crate::Cli::command().after_help(
+        "Examples:\n  agentgraph new hello && cd hello   # a project with a graph and its test\n  \
+         agentgraph run hello.ag --input-file tests/input.json\n  \
+         agentgraph threads\n\n\
+         Settings: flags > environment > agentgraph.toml > defaults (see `agentgraph config`).",
+    );
     for (name, text) in EXAMPLES {
         cmd = cmd.mut_subcommand(*name, |sub| sub.after_help(format!("Examples:\n  {text}")));
     }

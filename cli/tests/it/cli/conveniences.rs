@@ -502,4 +502,10 @@ fn every_command_help_shows_examples() {
             o.stdout
         );
     }
+    let top = ag_in(dir.path(), &["--help"], &[]);
+    assert!(
+        top.stdout.contains("Examples:\n  agentgraph new hello"),
+        "{}",
+        top.stdout
+    );
 }
