@@ -1,4 +1,4 @@
-//! Loading graph files (with diagnostics) and the file commands: check, fmt, viz.
+//! Loading graph files (with diagnostics) and the file commands check and viz.
 
 use crate::exit;
 use agentgraph_dsl::{Diagnostic, Project};
@@ -122,52 +122,6 @@ pub fn check(ctx: &Ctx, path: &Path) -> u8 {
         }
         exit::DONE
     }
-}
-
-/// `agentgraph fmt`: rewrites the file canonically (or, with `--check`, only says whether it
-/// is); a file that does not parse is left untouched and its diagnostics are printed.
-pub fn fmt(path: &Path, check_only: bool) -> u8 {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("error: cannot read {}: {e}", path.display());
-            return exit::USAGE;
-        }
-    };
-    let formatted = match agentgraph_dsl::fmt::format_source(&text) {
-        Ok(f) => f,
-        Err(diags) => {
-            let project = Project::from_source(path, text);
-            let diags: Vec<Diagnostic> = diags
-                .into_iter()
-                .map(|mut d| {
-                    d.file = path.display().to_string();
-                    d
-                })
-                .collect();
-            print_diagnostics(&project, &diags, false);
-            return exit::USAGE;
-        }
-    };
-    if check_only {
-        if formatted == text {
-            return exit::DONE;
-        }
-        eprintln!(
-            "{} is not formatted (run `agentgraph fmt {}`)",
-            path.display(),
-            path.display()
-        );
-        return exit::FAILED;
-    }
-    if formatted != text {
-        if let Err(e) = std::fs::write(path, &formatted) {
-            eprintln!("error: cannot write {}: {e}", path.display());
-            return exit::FAILED;
-        }
-        eprintln!("formatted {}", path.display());
-    }
-    exit::DONE
 }
 
 /// `agentgraph viz`.

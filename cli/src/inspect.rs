@@ -1,4 +1,4 @@
-//! state, history, update, threads, prune.
+//! state, history, update, prune.
 
 use crate::exit;
 use crate::graph::{fail, json_arg, load_with_store, store, Ctx};
@@ -134,30 +134,6 @@ pub async fn update(
             exit::DONE
         }
         Err(e) => fail(e, exit::USAGE),
-    }
-}
-
-/// `agentgraph threads`.
-pub async fn threads(ctx: &Ctx) -> u8 {
-    if let Err(code) = existing_store(ctx) {
-        return code;
-    }
-    let cp = match store(ctx) {
-        Ok(c) => c,
-        Err(code) => return code,
-    };
-    match cp.list_threads().await {
-        Ok(ts) => {
-            for t in ts {
-                if ctx.json {
-                    println!("{}", json!({"thread_id": t}));
-                } else {
-                    println!("{t}");
-                }
-            }
-            exit::DONE
-        }
-        Err(e) => fail(e, exit::FAILED),
     }
 }
 

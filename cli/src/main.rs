@@ -4,17 +4,23 @@
 
 mod catalogue;
 mod chat;
+mod completions;
 mod eval_cmd;
+mod fmt_cmd;
 mod graph;
+mod help;
 mod inspect;
 mod live;
 mod mcp_cmd;
 mod n8n_cmd;
+mod new_cmd;
 mod run;
 mod serve_n8n;
+mod settings;
+mod threads_cmd;
 mod validate;
 
-use clap::{Parser, Subcommand};
+use clap::{FromArgMatches, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -125,7 +131,8 @@ enum Cmd {
         #[arg(long)]
         as_node: Option<String>,
     },
-    /// List the threads of the store.
+    /// List the threads of the store: graph, status (done, interrupted, failed, pending), step
+    /// and time of the latest checkpoint.
     Threads,
     /// Drop all but the newest N checkpoints of a thread (or of every thread).
     Prune {
@@ -142,14 +149,28 @@ enum Cmd {
         /// The graph file.
         graph: PathBuf,
     },
-    /// Format a graph file canonically.
+    /// Format .ag files canonically: files, or folders searched recursively.
     Fmt {
-        /// The graph file.
-        graph: PathBuf,
-        /// Only report whether the file is formatted (exit 1 if not).
-        #[arg(long)]
+        /// Graph files or folders.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Change nothing; list the files that are not formatted (exit 1 if any).
+        #[arg(long, conflicts_with = "diff")]
         check: bool,
+        /// Change nothing; print a unified diff of what would change (exit 1 if anything).
+        #[arg(long)]
+        diff: bool,
     },
+    /// Create a project folder: a graph, its model script and a test input with the expected
+    /// output. Refuses an existing folder.
+    New(new_cmd::NewArgs),
+    /// Print a shell completion script.
+    Completions {
+        /// bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+    },
+    /// The effective settings (agentgraph.toml, environment, flags) and where each came from.
+    Config,
     /// Validate an n8n workflow file: every structure and configuration rule, printed as
     /// `file: node "X" [CODE] severity: message`; exit 1 when there are error findings, 2 for
     /// bad input. Uses the n8n catalogue in --catalogue, else $AGENTGRAPH_N8N_CATALOGUE (a
@@ -246,7 +267,14 @@ fn init_logging(serve: bool) {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = help::command().get_matches();
+    let mut cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
+    if let Err(e) = settings::apply(&matches, &mut cli) {
+        return ExitCode::from(graph::fail(e, exit::USAGE));
+    }
     init_logging(matches!(cli.cmd, Cmd::Serve { .. }));
     // Scripted models keep their per-thread cursors next to the checkpoints, so a thread
     // resumed by a later process continues its script (set before any thread starts).
@@ -337,12 +365,15 @@ async fn dispatch(cli: Cli) -> u8 {
             values,
             as_node,
         } => inspect::update(&ctx, &graph, &thread, &values, as_node).await,
-        Cmd::Threads => inspect::threads(&ctx).await,
+        Cmd::Threads => threads_cmd::threads(&ctx).await,
         Cmd::Prune { thread, keep } => {
             inspect::prune(&ctx, thread, usize::try_from(keep).unwrap_or(usize::MAX)).await
         }
         Cmd::Check { graph } => graph::check(&ctx, &graph),
-        Cmd::Fmt { graph, check } => graph::fmt(&graph, check),
+        Cmd::Fmt { paths, check, diff } => fmt_cmd::fmt(&paths, fmt_cmd::Mode::of(check, diff)),
+        Cmd::New(args) => new_cmd::new(&args),
+        Cmd::Completions { shell } => completions::completions(shell),
+        Cmd::Config => settings::show(ctx.json),
         Cmd::Chat { opts } => chat::chat(&ctx, opts).await,
         Cmd::N8n { cmd } => n8n_cmd::n8n(&ctx, cmd).await,
         Cmd::Eval(args) => eval_cmd::eval(&ctx, args).await,

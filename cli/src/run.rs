@@ -250,6 +250,7 @@ async fn execute(
     }
     config.modes = Modes::of(&wanted);
     eprintln!("thread: {thread}");
+    crate::threads_cmd::record_graph(&ctx.db, &thread, path);
     let run = match open_run(graph, opening, config).await {
         Ok(run) => run,
         Err(OpenError::Input(e) | OpenError::Run(e)) => return report_error(&e),

@@ -322,3 +322,39 @@ async fn a_broken_graph_edit_is_reported_on_stderr() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// `agentgraph threads` names the graph of a thread the server ran (the server's graph name),
+/// once the server has stopped.
+#[tokio::test(flavor = "multi_thread")]
+async fn threads_name_the_graph_of_served_threads() {
+    let db = tempfile::tempdir().unwrap();
+    let mut server = start(&examples(), db.path());
+    let http = reqwest::Client::new();
+    let (code, body) = server
+        .post(
+            &http,
+            "/threads/served/runs",
+            json!({"graph": "counter", "input": {"limit": 2}}),
+        )
+        .await;
+    assert_eq!(code, 202, "{body}");
+    server
+        .wait_state(&http, "served", |st| {
+            st["values"]["count"] == json!(2) && st["next"] == json!([])
+        })
+        .await;
+    server.signal(libc::SIGTERM);
+    assert!(server.wait_exit(Duration::from_secs(30)).success());
+    let o = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+        .arg("--db")
+        .arg(db.path())
+        .args(["threads", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let rows: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (&rows[0]["thread_id"], &rows[0]["graph"], &rows[0]["status"]),
+        (&json!("served"), &json!("counter"), &json!("done"))
+    );
+}

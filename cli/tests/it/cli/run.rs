@@ -148,8 +148,13 @@ fn interrupt_exits_3_then_resume_finishes() {
     let steps: Vec<i64> = rows.iter().map(|r| r["step"].as_i64().unwrap()).collect();
     assert_eq!(steps, vec![2, 1, 0, -1]);
     assert!(rows[0]["checkpoint_id"].is_string() && rows[0]["source"] == json!("loop"));
-    let t = ag(db.path(), &["threads"]);
-    assert_eq!(t.stdout.trim(), "t");
+    let t = ag(db.path(), &["threads", "--json"]);
+    let rows = last_json(&t.stdout);
+    assert_eq!(rows.as_array().map(Vec::len), Some(1), "{rows}");
+    assert_eq!(
+        (&rows[0]["thread_id"], &rows[0]["status"]),
+        (&json!("t"), &json!("done"))
+    );
 }
 
 #[test]
