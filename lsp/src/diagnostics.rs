@@ -1,6 +1,7 @@
 //! The check's diagnostics of one open document, as LSP diagnostics.
 
 use crate::position::LineIndex;
+use agentgraph_dsl::ast::{File, GraphItem, NodeDecl, NodeKind, StrLit, SubgraphRef};
 use agentgraph_dsl::{Project, Registry, Severity};
 use lsp_types::{
     Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Url,
@@ -31,9 +32,9 @@ pub fn check(
         return Vec::new();
     };
     let index = LineIndex::new(text);
-    project
-        .check(reg)
-        .into_iter()
+    let all = project.check(reg);
+    let mut out: Vec<Diagnostic> = all
+        .iter()
         .filter(|d| d.file == root.name)
         .map(|d| {
             let mut message = d.message.clone();
@@ -63,6 +64,71 @@ pub fn check(
                 related_information: (!related.is_empty()).then_some(related),
                 ..Diagnostic::default()
             }
+        })
+        .collect();
+    out.extend(referenced_errors(&project, &all, path, &index));
+    out
+}
+
+/// The paths a file references (`use`, `subgraph "…"`), with where they are written.
+fn references(file: &File) -> Vec<&StrLit> {
+    let mut out: Vec<&StrLit> = file.uses.iter().map(|u| &u.path).collect();
+    for g in &file.graphs {
+        for item in &g.items {
+            if let GraphItem::Node(NodeDecl {
+                kind: Some(NodeKind::Subgraph(SubgraphRef::Path(p))),
+                ..
+            }) = item
+            {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+/// One error at each reference to a file that has errors: its first error and how many more.
+fn referenced_errors(
+    project: &Project,
+    all: &[agentgraph_dsl::Diagnostic],
+    path: &Path,
+    index: &LineIndex<'_>,
+) -> Vec<Diagnostic> {
+    let (Some(ast), Some(dir)) = (
+        project.root_source().and_then(|r| r.ast.as_ref()),
+        path.parent(),
+    ) else {
+        return Vec::new();
+    };
+    references(ast)
+        .into_iter()
+        .filter_map(|lit| {
+            let source = project.sources.get(&file_key(&dir.join(&lit.value)))?;
+            if source.path == project.root {
+                return None;
+            }
+            let errors: Vec<&agentgraph_dsl::Diagnostic> = all
+                .iter()
+                .filter(|d| d.file == source.name && d.is_error())
+                .collect();
+            let first = errors.first()?;
+            let (line, column) =
+                agentgraph_dsl::diagnostic::line_col(&source.text, first.span.start);
+            let more = match errors.len() {
+                1 => String::new(),
+                n => format!(" (and {} more)", n - 1),
+            };
+            Some(Diagnostic {
+                range: index.range(lit.span),
+                severity: Some(DiagnosticSeverity::ERROR),
+                code: Some(NumberOrString::String(first.code.to_string())),
+                source: Some("agentgraph".into()),
+                message: format!(
+                    "{} has errors: {} (line {line}, column {column}){more}",
+                    lit.value, first.message
+                ),
+                ..Diagnostic::default()
+            })
         })
         .collect()
 }

@@ -205,6 +205,32 @@ fn names_hover_and_jump_and_open_documents_win() {
             break;
         }
     }
+    // An error in the open helper shows at the reference to it.
+    s.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": helper_uri, "version": 2}, "contentChanges": [{"text":
+            "graph helper {\n  state { n: int = 0 }\n  node inc { set { n: nn + 1 } }\n  START -> inc -> END\n}\n"}]}),
+    );
+    let ds = s.diagnostics(&main_uri);
+    let at_use = ds
+        .iter()
+        .find(|d| d["range"]["start"] == at(&text, "\"helper.ag\"", 0, 0))
+        .unwrap_or_else(|| panic!("{ds:?}"));
+    assert_eq!(at_use["severity"], 1);
+    assert!(
+        at_use["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("line 3")),
+        "{at_use}"
+    );
+
+    s.notify(
+        "textDocument/didChange",
+        json!({"textDocument": {"uri": helper_uri, "version": 3}, "contentChanges": [{"text":
+            "graph helper {\n  state { n: int = 0 }\n  node inc { set { n: n + 1 } }\n  START -> inc -> END\n}\n"}]}),
+    );
+    s.diagnostics(&main_uri);
+
     // Back to the text without errors, then closing the unsaved helper leaves a file that is
     // nowhere on disk.
     s.notify(
