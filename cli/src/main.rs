@@ -11,6 +11,7 @@ mod graph;
 mod help;
 mod inspect;
 mod live;
+mod lsp_cmd;
 mod mcp_cmd;
 mod n8n_cmd;
 mod new_cmd;
@@ -239,6 +240,9 @@ enum Cmd {
     /// the workflow builder's tools over a workflow held per MCP session: over stdio, or
     /// streamable HTTP at http://ADDR/mcp with --http ADDR. See docs/mcp.md.
     Mcp(mcp_cmd::McpOpts),
+    /// A language server for `.ag` files over stdio (diagnostics, hover, definitions,
+    /// completion, formatting); see docs/editors.md.
+    Lsp,
     /// Draw a graph as a diagram.
     Viz {
         /// The graph file.
@@ -379,6 +383,7 @@ async fn dispatch(cli: Cli) -> u8 {
         Cmd::Eval(args) => eval_cmd::eval(&ctx, args).await,
         Cmd::Mcp(opts) => mcp_cmd::mcp(&ctx, opts).await,
         Cmd::Viz { graph, format } => graph::viz(&ctx, &graph, &format),
+        Cmd::Lsp => lsp_cmd::lsp(&ctx).await,
         Cmd::Serve {
             graphs,
             addr,

@@ -18,6 +18,7 @@ mod chat;
 mod cli;
 mod demo_session;
 mod eval;
+mod lsp;
 mod mcp_agent;
 mod mcp_server;
 mod n8n_deploy;

@@ -126,6 +126,16 @@ impl Project {
         Self::build(path, text, &read_disk)
     }
 
+    /// Builds a project from the root file's text, reading referenced files (by canonical
+    /// path) with `read`: an editor passes the unsaved text of its open documents.
+    pub fn from_source_with(
+        path: &Path,
+        text: String,
+        read: &dyn Fn(&Path) -> std::io::Result<String>,
+    ) -> Project {
+        Self::build(path, text, read)
+    }
+
     /// Builds a project from a snapshot of its files (what [`Project::files`] returned),
     /// reading nothing from disk: the graph as it was when the snapshot was taken, even if the
     /// files changed or were removed since. `root` is the root file's key in `files`.
