@@ -44,7 +44,7 @@ pub const SKIPPED_LINE: Code = error(
 /// E0003.
 pub const TOO_DEEP: Code = error(
     "E0003",
-    "an expression nested deeper than 128 levels (refused so that no stage overflows its stack)",
+    "an expression nested deeper than 128 levels, or brackets deeper than 144 (refused before parsing so that no stage overflows its stack)",
 );
 /// E0101.
 pub const PYTHON_API: Code = error(

@@ -72,8 +72,42 @@ impl Builder<'_> {
     pub(super) fn expr(&mut self, p: P) -> Expr {
         let s = span(&p);
         let pairs = p.into_inner();
+        // Operators are counted before anything recurses: the Pratt parser recurses once per
+        // prefix operator, and the tree once per level.
+        let (mut run, mut longest, mut infix) = (0usize, 0usize, 0usize);
+        for q in pairs.clone() {
+            match q.as_rule() {
+                Rule::op_not | Rule::op_neg => {
+                    run += 1;
+                    longest = longest.max(run);
+                }
+                Rule::postfix_expr => run = 0,
+                _ => infix += 1,
+            }
+        }
+        let reach = self.depth + 1 + longest;
+        if reach > MAX_EXPR_DEPTH || infix > 4 * MAX_EXPR_DEPTH {
+            self.diags
+                .push(diag::too_deep(s, reach.max(infix + 1), MAX_EXPR_DEPTH));
+            return Expr {
+                kind: ExprKind::Null,
+                span: s,
+            };
+        }
+        self.depth += 1 + longest;
+        let mut primaries: std::collections::VecDeque<Expr> = pairs
+            .clone()
+            .filter(|q| q.as_rule() == Rule::postfix_expr)
+            .map(|q| self.postfix(q))
+            .collect();
+        self.depth -= 1 + longest;
         let result = pratt()
-            .map_primary(|prim| self_primary(self.src, prim))
+            .map_primary(|_| {
+                primaries.pop_front().unwrap_or(Expr {
+                    kind: ExprKind::Null,
+                    span: s,
+                })
+            })
             .map_prefix(|op, rhs| {
                 let sp = span(&op).to(rhs.span);
                 let op = if op.as_rule() == Rule::op_not {
@@ -156,56 +190,64 @@ fn depth(e: &Expr) -> usize {
     max
 }
 
-/// Builds a postfix expression (`primary postfix*`).
-fn self_primary(src: &str, p: P) -> Expr {
-    let mut diags = Vec::new();
-    let mut b = Builder {
-        src,
-        diags: &mut diags,
-    };
-    let mut it = p.into_inner();
-    let Some(first) = it.next() else {
-        return Expr {
-            kind: ExprKind::Null,
-            span: Span::default(),
-        };
-    };
-    let mut e = b.atom(first);
-    for post in it {
-        let sp = e.span.to(span(&post));
-        e = match post.as_rule() {
-            Rule::field_access => {
-                let f = post.into_inner().next().map(ident).unwrap_or(Ident {
-                    name: String::new(),
-                    span: sp,
-                });
-                Expr {
-                    kind: ExprKind::Field {
-                        base: Box::new(e),
-                        field: f,
-                    },
-                    span: sp,
-                }
-            }
-            _ => {
-                let idx = post.into_inner().next().map(|x| b.expr(x)).unwrap_or(Expr {
-                    kind: ExprKind::Null,
-                    span: sp,
-                });
-                Expr {
-                    kind: ExprKind::Index {
-                        base: Box::new(e),
-                        index: Box::new(idx),
-                    },
-                    span: sp,
-                }
-            }
-        };
-    }
-    e
-}
-
 impl Builder<'_> {
+    /// Builds a postfix expression (`primary postfix*`).
+    fn postfix(&mut self, p: P) -> Expr {
+        let s = span(&p);
+        let mut it = p.into_inner();
+        let reach = self.depth + it.clone().count();
+        if reach > MAX_EXPR_DEPTH {
+            self.diags.push(diag::too_deep(s, reach, MAX_EXPR_DEPTH));
+            return Expr {
+                kind: ExprKind::Null,
+                span: s,
+            };
+        }
+        let Some(first) = it.next() else {
+            return Expr {
+                kind: ExprKind::Null,
+                span: Span::default(),
+            };
+        };
+        let mut e = self.atom(first);
+        for post in it {
+            let sp = e.span.to(span(&post));
+            e = match post.as_rule() {
+                Rule::field_access => {
+                    let f = post.into_inner().next().map(ident).unwrap_or(Ident {
+                        name: String::new(),
+                        span: sp,
+                    });
+                    Expr {
+                        kind: ExprKind::Field {
+                            base: Box::new(e),
+                            field: f,
+                        },
+                        span: sp,
+                    }
+                }
+                _ => {
+                    let idx = post
+                        .into_inner()
+                        .next()
+                        .map(|x| self.expr(x))
+                        .unwrap_or(Expr {
+                            kind: ExprKind::Null,
+                            span: sp,
+                        });
+                    Expr {
+                        kind: ExprKind::Index {
+                            base: Box::new(e),
+                            index: Box::new(idx),
+                        },
+                        span: sp,
+                    }
+                }
+            };
+        }
+        e
+    }
+
     fn atom(&mut self, p: P) -> Expr {
         let s = span(&p);
         let kind = match p.as_rule() {

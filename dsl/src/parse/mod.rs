@@ -9,6 +9,7 @@ use explain::{first_token, pest_error};
 use pest::iterators::Pair;
 use pest::Parser;
 
+mod depth;
 mod explain;
 mod expr;
 mod items;
@@ -78,6 +79,13 @@ pub struct Parsed {
 pub fn parse(src: &str) -> Parsed {
     pest::set_error_detail(true);
     let mut diags = Vec::new();
+    if let Some(d) = depth::too_deep(src) {
+        diags.push(d);
+        return Parsed {
+            file: None,
+            diagnostics: diags,
+        };
+    }
     match AgParser::parse(Rule::file, src) {
         Ok(mut pairs) => {
             let Some(file_pair) = pairs.next() else {
@@ -89,6 +97,7 @@ pub fn parse(src: &str) -> Parsed {
             let mut b = Builder {
                 src,
                 diags: &mut diags,
+                depth: 0,
             };
             let file = b.file(file_pair);
             diags.sort_by_key(|d| d.span.start);
@@ -110,6 +119,9 @@ pub fn parse(src: &str) -> Parsed {
 /// Parses one expression (used by tests and tools).
 pub fn parse_expr(src: &str) -> Result<Expr, Diagnostic> {
     pest::set_error_detail(true);
+    if let Some(d) = depth::too_deep(src) {
+        return Err(d);
+    }
     let mut pairs = AgParser::parse(Rule::strict_expr, src)
         .map_err(|e| pest_error(src, 0, &e, Context::Expr))?;
     let strict = pairs
@@ -119,6 +131,7 @@ pub fn parse_expr(src: &str) -> Result<Expr, Diagnostic> {
     let mut b = Builder {
         src,
         diags: &mut diags,
+        depth: 0,
     };
     let expr_pair = strict
         .into_inner()
@@ -139,6 +152,9 @@ enum Context {
 struct Builder<'a> {
     src: &'a str,
     diags: &'a mut Vec<Diagnostic>,
+    /// How deep the expression being built is nested, counting prefix operators: building
+    /// refuses to recurse past [`MAX_EXPR_DEPTH`].
+    depth: usize,
 }
 
 impl Builder<'_> {

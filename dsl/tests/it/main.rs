@@ -3,6 +3,7 @@
 
 mod agent_entries;
 mod ast_snapshots;
+mod deep_nesting;
 mod examples;
 mod extensions;
 mod fmt;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 mod authoring;
+mod hostile;
 mod providers;
 mod run;
 mod stores_and_threads;

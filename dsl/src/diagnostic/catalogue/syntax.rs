@@ -83,3 +83,14 @@ pub fn too_deep(span: Span, depth: usize, max: usize) -> Diagnostic {
     .label("too deep")
     .help("split it: compute parts in separate `set` entries or nodes")
 }
+
+/// Brackets (or a generic type's `<`) nested deeper than `max`, found before parsing.
+pub fn too_deep_brackets(span: Span, max: usize) -> Diagnostic {
+    Diagnostic::new(
+        codes::TOO_DEEP,
+        span,
+        format!("brackets are nested more than {max} levels deep here"),
+    )
+    .label("too deep")
+    .help("split it: compute parts in separate `set` entries or nodes")
+}
