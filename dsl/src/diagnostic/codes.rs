@@ -46,6 +46,11 @@ pub const TOO_DEEP: Code = error(
     "E0003",
     "an expression nested deeper than 128 levels, or brackets deeper than 144 (refused before parsing so that no stage overflows its stack)",
 );
+/// E0004.
+pub const BAD_LITERAL: Code = error(
+    "E0004",
+    "a literal naming no value: an integer above 9223372036854775807, a duration over 2^64 ms, or a `\\uXXXX` escape naming no character",
+);
 /// E0101.
 pub const PYTHON_API: Code = error(
     "E0101",
@@ -228,6 +233,7 @@ pub const ALL: &[Code] = &[
     SYNTAX,
     SKIPPED_LINE,
     TOO_DEEP,
+    BAD_LITERAL,
     PYTHON_API,
     FOREIGN_TEMPLATE,
     FAT_ARROW,

@@ -19,7 +19,7 @@ pub fn too_deep(src: &str) -> Option<Diagnostic> {
     while i < b.len() {
         match b[i] {
             b'#' => {
-                i = src[i..].find('\n').map_or(b.len(), |k| i + k);
+                i = src[i..].find(['\n', '\r']).map_or(b.len(), |k| i + k);
                 continue;
             }
             b'"' if src[i..].starts_with("\"\"\"") => {
@@ -31,7 +31,7 @@ pub fn too_deep(src: &str) -> Option<Diagnostic> {
             }
             b'"' => {
                 i += 1;
-                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                while i < b.len() && !matches!(b[i], b'"' | b'\n' | b'\r') {
                     i += if b[i] == b'\\' { 2 } else { 1 };
                 }
                 i += 1;
@@ -80,6 +80,7 @@ mod tests {
         assert!(too_deep(&format!("\"{deep}\"")).is_none());
         assert!(too_deep(&format!("\"\"\"{deep}\"\"\"")).is_none());
         assert!(too_deep(&format!("# {deep}\n")).is_none());
+        assert!(too_deep(&format!("# x\r{deep}")).is_some());
         assert!(too_deep(&"[]".repeat(10_000)).is_none());
     }
 

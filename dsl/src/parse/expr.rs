@@ -59,7 +59,13 @@ impl Builder<'_> {
         let value = if triple {
             dedent(&raw[3..raw.len() - 3])
         } else {
-            unescape(&raw[1..raw.len() - 1])
+            let (value, bad) = unescape(&raw[1..raw.len() - 1]);
+            if let Some((at, len)) = bad {
+                let start = s.start + 1 + at;
+                self.diags
+                    .push(diag::bad_escape(Span::new(start, start + len)));
+            }
+            value
         };
         StrLit {
             value,
@@ -258,6 +264,11 @@ impl Builder<'_> {
                 let t = p.as_str();
                 match t.parse::<i64>() {
                     Ok(v) => ExprKind::Int { value: v },
+                    Err(_) if t.bytes().all(|c| c.is_ascii_digit()) => {
+                        // Reported; the tree keeps an int so that no second error follows.
+                        self.diags.push(diag::int_too_large(s));
+                        ExprKind::Int { value: i64::MAX }
+                    }
                     Err(_) => ExprKind::Float {
                         value: t.parse().unwrap_or(f64::NAN),
                     },
@@ -266,13 +277,17 @@ impl Builder<'_> {
             Rule::duration => {
                 let t = p.as_str();
                 let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
-                let n: u64 = digits.parse().unwrap_or(u64::MAX);
-                let ms = match &t[digits.len()..] {
-                    "ms" => n,
-                    "s" => n.saturating_mul(1000),
-                    "m" => n.saturating_mul(60_000),
-                    _ => n.saturating_mul(3_600_000),
+                let unit: u64 = match &t[digits.len()..] {
+                    "ms" => 1,
+                    "s" => 1000,
+                    "m" => 60_000,
+                    _ => 3_600_000,
                 };
+                let ms = digits.parse::<u64>().ok().and_then(|n| n.checked_mul(unit));
+                let ms = ms.unwrap_or_else(|| {
+                    self.diags.push(diag::duration_too_large(s));
+                    u64::MAX
+                });
                 ExprKind::Duration {
                     ms,
                     text: t.to_string(),
@@ -313,27 +328,33 @@ impl Builder<'_> {
     }
 }
 
-fn unescape(s: &str) -> String {
+/// The value of a plain string's body, and where its first `\\uXXXX` escape naming no character
+/// (a lone surrogate) is: its offset in `s` and its length.
+fn unescape(s: &str) -> (String, Option<(usize, usize)>) {
     let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
+    let mut bad = None;
+    let mut chars = s.char_indices();
+    while let Some((at, c)) = chars.next() {
         if c != '\\' {
             out.push(c);
             continue;
         }
-        match chars.next() {
+        match chars.next().map(|(_, c)| c) {
             Some('n') => out.push('\n'),
             Some('t') => out.push('\t'),
             Some('r') => out.push('\r'),
             Some('u') => {
-                let hex: String = chars.by_ref().take(4).collect();
-                if let Some(ch) = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
-                    out.push(ch);
+                let hex: String = chars.by_ref().take(4).map(|(_, c)| c).collect();
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(ch) => out.push(ch),
+                    None => {
+                        bad = bad.or(Some((at, 2 + hex.len())));
+                    }
                 }
             }
             Some(other) => out.push(other),
             None => {}
         }
     }
-    out
+    (out, bad)
 }

@@ -37,7 +37,7 @@ fn trim_trivia(src: &str, start: usize, end: usize) -> usize {
     while i < b.len() {
         match b[i] {
             b' ' | b'\t' | b'\r' | b'\n' => i += 1,
-            b'#' => i = text[i..].find('\n').map_or(b.len(), |k| i + k),
+            b'#' => i = text[i..].find(['\n', '\r']).map_or(b.len(), |k| i + k),
             b'"' if text[i..].starts_with("\"\"\"") => {
                 i = text[i + 3..]
                     .find("\"\"\"")
@@ -46,7 +46,7 @@ fn trim_trivia(src: &str, start: usize, end: usize) -> usize {
             }
             b'"' => {
                 i += 1;
-                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                while i < b.len() && !matches!(b[i], b'"' | b'\n' | b'\r') {
                     i += if b[i] == b'\\' { 2 } else { 1 };
                 }
                 if i < b.len() && b[i] == b'"' {
@@ -75,8 +75,17 @@ pub struct Parsed {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Parses a whole file.
+/// Parses a whole file. A leading byte order mark is read as three spaces (its length in UTF-8),
+/// so that every span still points into `src`.
 pub fn parse(src: &str) -> Parsed {
+    let unmarked;
+    let src = match src.strip_prefix('\u{feff}') {
+        Some(rest) => {
+            unmarked = format!("   {rest}");
+            unmarked.as_str()
+        }
+        None => src,
+    };
     pest::set_error_detail(true);
     let mut diags = Vec::new();
     if let Some(d) = depth::too_deep(src) {

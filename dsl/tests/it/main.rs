@@ -9,6 +9,7 @@ mod extensions;
 mod fmt;
 mod golden;
 mod js_nodes;
+mod literals;
 mod parse_smoke;
 mod robustness;
 mod send_prompts;

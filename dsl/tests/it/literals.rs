@@ -1,0 +1,56 @@
+//! Literals and line endings: what the parser refuses (E0004) and what it accepts.
+
+fn codes(src: &str) -> Vec<&'static str> {
+    agentgraph_dsl::parse(src)
+        .diagnostics
+        .iter()
+        .map(|d| d.code)
+        .collect()
+}
+
+fn graph(entry: &str) -> String {
+    format!("graph g {{\n  node a {{\n    {entry}\n  }}\n  START -> a -> END\n}}\n")
+}
+
+#[test]
+fn overflowing_duration_literal_is_a_diagnostic() {
+    assert_eq!(codes(&graph("timeout: 99999999999999999999h")), ["E0004"]);
+    assert_eq!(codes(&graph("timeout: 5124095576031h")), ["E0004"]);
+    assert!(codes(&graph("timeout: 5124095576030h")).is_empty());
+}
+
+#[test]
+fn lone_surrogate_escape_is_a_diagnostic() {
+    let src = graph(r#"set { s: "a\uD800b" }"#);
+    let d = agentgraph_dsl::parse(&src).diagnostics;
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!(d[0].code, "E0004");
+    assert_eq!(&src[d[0].span.start..d[0].span.end], r"\uD800");
+    assert!(codes(&graph(r#"set { s: "\u00e9" }"#)).is_empty());
+}
+
+#[test]
+fn integer_above_i64_max_is_refused() {
+    assert_eq!(codes(&graph("set { n: 9223372036854775808 }")), ["E0004"]);
+    assert!(codes(&graph("set { n: 9223372036854775807 }")).is_empty());
+    assert!(codes(&graph("set { n: 9223372036854775808.0 }")).is_empty());
+}
+
+#[test]
+fn bom_crlf_and_cr_only_line_endings_are_accepted() {
+    let src = "# a comment\ngraph g {\n  state { n: int = 0 } # another\n  node a {\n    set { n: 1 }\n  }\n  START -> a -> END\n}\n";
+    assert!(codes(src).is_empty());
+    let bom = format!("\u{feff}{src}");
+    assert!(codes(&bom).is_empty());
+    let crlf = src.replace('\n', "\r\n");
+    assert!(codes(&crlf).is_empty());
+    assert!(codes(&format!("\u{feff}{crlf}")).is_empty());
+    let cr = src.replace('\n', "\r");
+    assert!(
+        codes(&cr).is_empty(),
+        "{:?}",
+        agentgraph_dsl::parse(&cr).diagnostics
+    );
+    let f = agentgraph_dsl::parse(&cr).file.expect("a tree");
+    assert_eq!(f.graphs.len(), 1);
+}
