@@ -41,3 +41,67 @@ fn deep_nesting_is_e0003_for_check_fmt_viz_and_run() {
         }
     }
 }
+
+#[test]
+fn history_limit_0_is_a_usage_error() {
+    let db = tempfile::tempdir().unwrap();
+    let graph = super::g("counter.ag");
+    assert_eq!(ag(db.path(), &["run", &graph, "--thread", "t"]).code, 0);
+    let o = ag(
+        db.path(),
+        &["history", &graph, "--thread", "t", "--limit", "0"],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--limit"), "{}", o.stderr);
+    assert!(!o.stderr.contains("no checkpoint"), "{}", o.stderr);
+    let o = ag(
+        db.path(),
+        &["history", &graph, "--thread", "t", "--limit", "1"],
+    );
+    assert_eq!((o.code, o.stdout.lines().count()), (0, 1), "{}", o.stderr);
+}
+
+#[test]
+fn printing_commands_end_quietly_on_a_broken_pipe() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let db = tempfile::tempdir().unwrap();
+    let graph = super::g("counter.ag");
+    assert_eq!(
+        ag(
+            db.path(),
+            &[
+                "run",
+                &graph,
+                "--thread",
+                "t",
+                "--input",
+                r#"{"limit": 200}"#
+            ]
+        )
+        .code,
+        0
+    );
+    for args in [
+        vec!["history", graph.as_str(), "--thread", "t"],
+        vec!["state", graph.as_str(), "--thread", "t"],
+        vec!["threads"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+            .arg("--db")
+            .arg(db.path())
+            .args(&args)
+            .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the command prints.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let quiet = o.status.code() == Some(0) || o.status.signal() == Some(libc::SIGPIPE);
+        assert!(quiet, "{args:?}: {:?} {stderr}", o.status);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
