@@ -105,3 +105,28 @@ fn printing_commands_end_quietly_on_a_broken_pipe() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+#[test]
+fn input_file_with_invalid_json_shows_a_short_excerpt() {
+    let db = tempfile::tempdir().unwrap();
+    let input = db.path().join("big.json");
+    // A megabyte of valid JSON, then a mistake on line 3.
+    let big = format!(
+        "{{\"limit\": 3,\n\"pad\": \"{}\",\n\"x\": nope}}\n",
+        "a".repeat(1 << 20)
+    );
+    std::fs::write(&input, big).unwrap();
+    let o = ag(
+        db.path(),
+        &[
+            "run",
+            &super::g("counter.ag"),
+            "--input-file",
+            input.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.len() < 1000, "{} bytes of stderr", o.stderr.len());
+    assert!(o.stderr.contains("line 3 column 7"), "{}", o.stderr);
+    assert!(o.stderr.contains("nope"), "{}", o.stderr);
+}
