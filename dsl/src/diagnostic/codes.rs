@@ -187,7 +187,7 @@ pub const IMPORT_CYCLE: Code = error("E0251", "import cycle between graph files"
 /// E0252.
 pub const MISSING_PROMPT_FILE: Code = error(
     "E0252",
-    "a `file(…)` prompt names a file that does not exist",
+    "a `file(…)` prompt names a file that does not exist or cannot be read (not a regular file, over 10 MB, not UTF-8)",
 );
 /// E0260.
 pub const BAD_CONFIG: Code = error("E0260", "unknown config key, or a bad config value");

@@ -54,3 +54,27 @@ fn bom_crlf_and_cr_only_line_endings_are_accepted() {
     let f = agentgraph_dsl::parse(&cr).file.expect("a tree");
     assert_eq!(f.graphs.len(), 1);
 }
+
+#[test]
+fn file_of_dev_zero_does_not_hang_check() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let src = "graph g {\n  prompt p = file(\"/dev/zero\")\n  node a {\n    set { }\n  }\n  START -> a -> END\n}\n";
+    let project = agentgraph_dsl::Project::from_source(&dir.path().join("g.ag"), src.into());
+    let diags = project.check(&agentgraph_dsl::Registry::default());
+    assert!(
+        diags
+            .iter()
+            .any(|d| d.is_error() && format!("{d:?}").contains("not a regular file")),
+        "{diags:?}"
+    );
+}
+
+#[test]
+fn invalid_utf8_is_reported_with_line_and_column() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = dir.path().join("bad.ag");
+    std::fs::write(&p, b"graph g {\n  # caf\xc3\xa9 \xff\n}\n").expect("written");
+    let e = agentgraph_dsl::Project::load(&p).err().expect("refused");
+    let msg = format!("{e}: {:?}", std::error::Error::source(&e));
+    assert!(msg.contains("line 2, column 10"), "{msg}");
+}
