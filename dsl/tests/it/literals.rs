@@ -78,3 +78,21 @@ fn invalid_utf8_is_reported_with_line_and_column() {
     let msg = format!("{e}: {:?}", std::error::Error::source(&e));
     assert!(msg.contains("line 2, column 10"), "{msg}");
 }
+
+#[test]
+fn check_of_a_10000_node_chain_completes() {
+    let n = 10_000;
+    let mut src = String::from("graph big {\n  state { n: int = 0 }\n");
+    for i in 0..n {
+        src.push_str(&format!("  node n{i} {{ set {{ n: n + 1 }} }}\n"));
+    }
+    src.push_str("  START -> n0\n");
+    for i in 0..n - 1 {
+        src.push_str(&format!("  n{i} -> n{}\n", i + 1));
+    }
+    src.push_str(&format!("  n{} -> END\n}}\n", n - 1));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let project = agentgraph_dsl::Project::from_source(&dir.path().join("big.ag"), src);
+    let diags = project.check(&agentgraph_dsl::Registry::default());
+    assert!(!diags.iter().any(|d| d.is_error()), "{diags:?}");
+}
