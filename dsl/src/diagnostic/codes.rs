@@ -189,6 +189,11 @@ pub const MISSING_PROMPT_FILE: Code = error(
     "E0252",
     "a `file(…)` prompt names a file that does not exist or cannot be read (not a regular file, over 10 MB, not UTF-8)",
 );
+/// E0253.
+pub const FILE_OUTSIDE_PROMPT: Code = error(
+    "E0253",
+    "`file(…)` outside `prompt name = file(\"…\")` (files are read only when the graph is loaded)",
+);
 /// E0260.
 pub const BAD_CONFIG: Code = error("E0260", "unknown config key, or a bad config value");
 /// E0270.
@@ -267,6 +272,7 @@ pub const ALL: &[Code] = &[
     UNREADABLE_REFERENCE,
     IMPORT_CYCLE,
     MISSING_PROMPT_FILE,
+    FILE_OUTSIDE_PROMPT,
     BAD_CONFIG,
     BAD_RETRY,
     JS_SYNTAX,

@@ -96,3 +96,14 @@ fn check_of_a_10000_node_chain_completes() {
     let diags = project.check(&agentgraph_dsl::Registry::default());
     assert!(!diags.iter().any(|d| d.is_error()), "{diags:?}");
 }
+
+#[test]
+fn file_inside_set_is_caught_by_check() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::write(dir.path().join("notes.txt"), "hello").expect("written");
+    let src = "graph g {\n  state { t: string = \"\" }\n  prompt p = file(\"notes.txt\")\n  node a {\n    set { t: file(\"notes.txt\") }\n  }\n  START -> a -> END\n}\n";
+    let project = agentgraph_dsl::Project::from_source(&dir.path().join("g.ag"), src.into());
+    let diags = project.check(&agentgraph_dsl::Registry::default());
+    let codes: Vec<&str> = diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, ["E0253"], "{diags:?}");
+}

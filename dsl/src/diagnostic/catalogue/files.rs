@@ -134,3 +134,14 @@ pub fn missing_prompt_file(span: Span, path: &str, dir: &Path) -> Diagnostic {
         dir.display()
     ))
 }
+
+/// `file(…)` anywhere but as the whole value of `prompt name = file("…")`.
+pub fn file_outside_prompt(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        codes::FILE_OUTSIDE_PROMPT,
+        span,
+        "`file(…)` is read only as the whole value of a prompt",
+    )
+    .label("not read here")
+    .help("declare `prompt name = file(\"path\")` and use `name` here")
+}
