@@ -151,7 +151,29 @@ pub fn viz(ctx: &Ctx, path: &Path, format: &str) -> u8 {
 /// Parses a JSON argument, or explains what is wrong.
 pub fn json_arg(what: &str, text: &str) -> Result<serde_json::Value, u8> {
     serde_json::from_str(text).map_err(|e| {
-        eprintln!("error: {what} is not valid JSON: {e}\n  got: {text}");
+        eprintln!(
+            "error: {what} is not valid JSON: {e}\n  near: {}",
+            json_excerpt(text, e.line(), e.column())
+        );
         exit::USAGE
     })
+}
+
+/// At most [`EXCERPT`] characters of `text` around line `line`, column `column` (1-based, as
+/// serde_json reports them), so that a large file is never echoed whole.
+fn json_excerpt(text: &str, line: usize, column: usize) -> String {
+    const EXCERPT: usize = 80;
+    let l = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    let chars: Vec<char> = l.chars().collect();
+    let end = column.min(chars.len());
+    let start = end.saturating_sub(EXCERPT / 2);
+    let stop = (start + EXCERPT).min(chars.len());
+    let mut out: String = chars[start..stop].iter().collect();
+    if start > 0 {
+        out.insert(0, '…');
+    }
+    if stop < chars.len() {
+        out.push('…');
+    }
+    out
 }

@@ -70,6 +70,10 @@ pub async fn state(ctx: &Ctx, path: &Path, thread: &str, checkpoint: Option<Stri
 
 /// `agentgraph history`.
 pub async fn history(ctx: &Ctx, path: &Path, thread: &str, limit: Option<usize>) -> u8 {
+    if limit == Some(0) {
+        eprintln!("error: --limit 0 lists nothing; give at least 1");
+        return exit::USAGE;
+    }
     let graph = match load_for_reading(ctx, path) {
         Ok(g) => g,
         Err(c) => return c,

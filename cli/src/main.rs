@@ -280,6 +280,9 @@ fn main() -> ExitCode {
         return ExitCode::from(graph::fail(e, exit::USAGE));
     }
     init_logging(matches!(cli.cmd, Cmd::Serve { .. }));
+    if prints_and_ends(&cli.cmd) {
+        quiet_broken_pipe();
+    }
     // Scripted models keep their per-thread cursors next to the checkpoints, so a thread
     // resumed by a later process continues its script (set before any thread starts).
     if std::env::var_os(agentgraph_dsl::agents::model::SCRIPT_STATE_VAR).is_none() {
@@ -302,6 +305,29 @@ fn main() -> ExitCode {
     // MCP servers the graphs started (child processes, HTTP sessions) end with the command.
     rt.block_on(agentgraph_mcp::Pool::global().shutdown());
     ExitCode::from(code)
+}
+
+/// Commands that print a report and end: piped into `head`, they end when the reader does.
+fn prints_and_ends(cmd: &Cmd) -> bool {
+    matches!(
+        cmd,
+        Cmd::State { .. }
+            | Cmd::History { .. }
+            | Cmd::Threads
+            | Cmd::Check { .. }
+            | Cmd::Fmt { .. }
+            | Cmd::Viz { .. }
+    )
+}
+
+/// Restores the default action of SIGPIPE (Rust ignores it, so `println!` panics on a closed
+/// pipe): the process then ends quietly, as other command-line tools do, when its reader is gone.
+fn quiet_broken_pipe() {
+    #[cfg(unix)]
+    // SAFETY: called before any thread starts; SIG_DFL is a valid disposition for SIGPIPE.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
 }
 
 /// The n8n workflow builder: its tools over the node-type catalogue of `source`, loaded only

@@ -103,6 +103,10 @@ pub async fn run(
     input_file: Option<PathBuf>,
     opts: RunOpts,
 ) -> u8 {
+    let what = match &input_file {
+        Some(f) if input.is_none() => format!("--input-file {}", f.display()),
+        _ => "--input".to_string(),
+    };
     let text = match (input, input_file) {
         (Some(t), _) => t,
         (None, Some(f)) => match std::fs::read_to_string(&f) {
@@ -114,7 +118,7 @@ pub async fn run(
         },
         (None, None) => "{}".to_string(),
     };
-    let input = match json_arg("--input", &text) {
+    let input = match json_arg(&what, &text) {
         Ok(v) => v,
         Err(c) => return c,
     };

@@ -151,10 +151,16 @@ pub fn eval(e: &Expr, scope: &Scope) -> Result<Value, EvalError> {
             let i = eval(index, scope)?;
             match (&b, &i) {
                 (Value::Array(a), Value::Number(n)) => {
-                    let n = n.as_i64().unwrap_or(0);
-                    let idx = if n < 0 { a.len() as i64 + n } else { n };
-                    usize::try_from(idx)
-                        .ok()
+                    // Negative indexes count from the end; one past either end, or not a whole
+                    // number, is null.
+                    let idx = n.as_i64().and_then(|n| {
+                        if n < 0 {
+                            i64::try_from(a.len()).ok()?.checked_add(n)
+                        } else {
+                            Some(n)
+                        }
+                    });
+                    idx.and_then(|k| usize::try_from(k).ok())
                         .and_then(|k| a.get(k))
                         .cloned()
                         .unwrap_or(Value::Null)
@@ -336,6 +342,21 @@ mod tests {
     fn run(src: &str) -> Result<Value, EvalError> {
         let e = crate::parse_expr(src).unwrap_or_else(|d| panic!("{src}: {d:?}"));
         eval(&e, &Scope::empty())
+    }
+
+    #[test]
+    fn out_of_range_negative_index_is_null() {
+        for src in [
+            "[1, 2, 3][-9223372036854775807 - 1]",
+            "[1, 2, 3][-4]",
+            "[1, 2, 3][3]",
+            "[1, 2, 3][1.5]",
+            "[1, 2, 3][-1e300]",
+        ] {
+            assert_eq!(run(src).ok(), Some(Value::Null), "{src}");
+        }
+        assert_eq!(run("[1, 2, 3][-3]").ok(), Some(serde_json::json!(1)));
+        assert_eq!(run("[1, 2, 3][-1]").ok(), Some(serde_json::json!(3)));
     }
 
     #[test]

@@ -65,7 +65,8 @@ fn kind_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "bool",
-        Value::Number(n) if n.is_i64() || n.is_u64() => "int",
+        Value::Number(n) if n.is_i64() => "int",
+        Value::Number(n) if n.is_u64() => "integer above 9223372036854775807",
         Value::Number(_) => "float",
         Value::String(_) => "string",
         Value::Array(_) => "list",
@@ -102,7 +103,8 @@ impl ValueType {
             (ValueType::Optional(_), Value::Null) => true,
             (ValueType::Optional(inner), v) => return inner.check_at(v, path),
             (ValueType::String, Value::String(_)) => true,
-            (ValueType::Int, Value::Number(n)) => n.is_i64() || n.is_u64(),
+            // An int is 64-bit signed: larger integers would wrap when read.
+            (ValueType::Int, Value::Number(n)) => n.is_i64(),
             (ValueType::Float, Value::Number(_)) => true,
             (ValueType::Bool, Value::Bool(_)) => true,
             (ValueType::Messages, Value::Array(items)) => {
@@ -211,6 +213,19 @@ impl FromStr for ValueType {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_above_i64_max_are_refused_as_int() {
+        let big: Value = serde_json::from_str("9223372036854775808").unwrap();
+        let e = ValueType::Int.check(&big).unwrap_err();
+        assert!(
+            e.found.contains("integer above 9223372036854775807"),
+            "{e:?}"
+        );
+        let max: Value = serde_json::from_str("9223372036854775807").unwrap();
+        assert!(ValueType::Int.check(&max).is_ok());
+        assert!(ValueType::Float.check(&big).is_ok());
+    }
     use serde_json::json;
 
     #[test]

@@ -108,6 +108,9 @@ impl Checker<'_, '_> {
     /// A call of a built-in or registered function: its arity and result type.
     fn call_ty(&mut self, func: &Ident, args: &[Expr], locals: &[String]) -> Ty {
         let arg_tys: Vec<Ty> = args.iter().map(|a| self.expr_ty(a, locals)).collect();
+        if func.name == "file" {
+            self.out.push(diag::file_outside_prompt(func.span));
+        }
         let Some(sig) = self.reg.extensions.signature(&func.name) else {
             let known = self.reg.extensions.function_names();
             self.out

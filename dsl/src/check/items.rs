@@ -42,6 +42,9 @@ impl Checker<'_, '_> {
                     }
                 }
                 GraphItem::Model(m) => self.model(m),
+                // `prompt p = file("…")` is read when the graph is loaded (E0252 if it cannot
+                // be); `file` anywhere else is E0253.
+                GraphItem::Prompt(p) if is_prompt_file(&p.value) => {}
                 GraphItem::Prompt(p) => {
                     let locals = self.prompt_locals(&p.name.name);
                     self.expr(&p.value, &locals, false);
@@ -230,4 +233,10 @@ impl Checker<'_, '_> {
             self.expr(v, &[], false);
         }
     }
+}
+
+/// Whether `e` is `file("…")` with a literal path: the one form read when the graph is loaded.
+fn is_prompt_file(e: &Expr) -> bool {
+    matches!(&e.kind, ExprKind::Call { func, args }
+        if func.name == "file" && args.len() == 1 && matches!(args[0].kind, ExprKind::Str { .. }))
 }

@@ -44,7 +44,12 @@ pub const SKIPPED_LINE: Code = error(
 /// E0003.
 pub const TOO_DEEP: Code = error(
     "E0003",
-    "an expression nested deeper than 128 levels (refused so that no stage overflows its stack)",
+    "an expression nested deeper than 128 levels, or brackets deeper than 144 (refused before parsing so that no stage overflows its stack)",
+);
+/// E0004.
+pub const BAD_LITERAL: Code = error(
+    "E0004",
+    "a literal naming no value: an integer above 9223372036854775807, a duration over 2^64 ms, or a `\\uXXXX` escape naming no character",
 );
 /// E0101.
 pub const PYTHON_API: Code = error(
@@ -182,7 +187,12 @@ pub const IMPORT_CYCLE: Code = error("E0251", "import cycle between graph files"
 /// E0252.
 pub const MISSING_PROMPT_FILE: Code = error(
     "E0252",
-    "a `file(…)` prompt names a file that does not exist",
+    "a `file(…)` prompt names a file that does not exist or cannot be read (not a regular file, over 10 MB, not UTF-8)",
+);
+/// E0253.
+pub const FILE_OUTSIDE_PROMPT: Code = error(
+    "E0253",
+    "`file(…)` outside `prompt name = file(\"…\")` (files are read only when the graph is loaded)",
 );
 /// E0260.
 pub const BAD_CONFIG: Code = error("E0260", "unknown config key, or a bad config value");
@@ -228,6 +238,7 @@ pub const ALL: &[Code] = &[
     SYNTAX,
     SKIPPED_LINE,
     TOO_DEEP,
+    BAD_LITERAL,
     PYTHON_API,
     FOREIGN_TEMPLATE,
     FAT_ARROW,
@@ -261,6 +272,7 @@ pub const ALL: &[Code] = &[
     UNREADABLE_REFERENCE,
     IMPORT_CYCLE,
     MISSING_PROMPT_FILE,
+    FILE_OUTSIDE_PROMPT,
     BAD_CONFIG,
     BAD_RETRY,
     JS_SYNTAX,

@@ -59,7 +59,13 @@ impl Builder<'_> {
         let value = if triple {
             dedent(&raw[3..raw.len() - 3])
         } else {
-            unescape(&raw[1..raw.len() - 1])
+            let (value, bad) = unescape(&raw[1..raw.len() - 1]);
+            if let Some((at, len)) = bad {
+                let start = s.start + 1 + at;
+                self.diags
+                    .push(diag::bad_escape(Span::new(start, start + len)));
+            }
+            value
         };
         StrLit {
             value,
@@ -72,8 +78,42 @@ impl Builder<'_> {
     pub(super) fn expr(&mut self, p: P) -> Expr {
         let s = span(&p);
         let pairs = p.into_inner();
+        // Operators are counted before anything recurses: the Pratt parser recurses once per
+        // prefix operator, and the tree once per level.
+        let (mut run, mut longest, mut infix) = (0usize, 0usize, 0usize);
+        for q in pairs.clone() {
+            match q.as_rule() {
+                Rule::op_not | Rule::op_neg => {
+                    run += 1;
+                    longest = longest.max(run);
+                }
+                Rule::postfix_expr => run = 0,
+                _ => infix += 1,
+            }
+        }
+        let reach = self.depth + 1 + longest;
+        if reach > MAX_EXPR_DEPTH || infix > 4 * MAX_EXPR_DEPTH {
+            self.diags
+                .push(diag::too_deep(s, reach.max(infix + 1), MAX_EXPR_DEPTH));
+            return Expr {
+                kind: ExprKind::Null,
+                span: s,
+            };
+        }
+        self.depth += 1 + longest;
+        let mut primaries: std::collections::VecDeque<Expr> = pairs
+            .clone()
+            .filter(|q| q.as_rule() == Rule::postfix_expr)
+            .map(|q| self.postfix(q))
+            .collect();
+        self.depth -= 1 + longest;
         let result = pratt()
-            .map_primary(|prim| self_primary(self.src, prim))
+            .map_primary(|_| {
+                primaries.pop_front().unwrap_or(Expr {
+                    kind: ExprKind::Null,
+                    span: s,
+                })
+            })
             .map_prefix(|op, rhs| {
                 let sp = span(&op).to(rhs.span);
                 let op = if op.as_rule() == Rule::op_not {
@@ -156,56 +196,64 @@ fn depth(e: &Expr) -> usize {
     max
 }
 
-/// Builds a postfix expression (`primary postfix*`).
-fn self_primary(src: &str, p: P) -> Expr {
-    let mut diags = Vec::new();
-    let mut b = Builder {
-        src,
-        diags: &mut diags,
-    };
-    let mut it = p.into_inner();
-    let Some(first) = it.next() else {
-        return Expr {
-            kind: ExprKind::Null,
-            span: Span::default(),
-        };
-    };
-    let mut e = b.atom(first);
-    for post in it {
-        let sp = e.span.to(span(&post));
-        e = match post.as_rule() {
-            Rule::field_access => {
-                let f = post.into_inner().next().map(ident).unwrap_or(Ident {
-                    name: String::new(),
-                    span: sp,
-                });
-                Expr {
-                    kind: ExprKind::Field {
-                        base: Box::new(e),
-                        field: f,
-                    },
-                    span: sp,
-                }
-            }
-            _ => {
-                let idx = post.into_inner().next().map(|x| b.expr(x)).unwrap_or(Expr {
-                    kind: ExprKind::Null,
-                    span: sp,
-                });
-                Expr {
-                    kind: ExprKind::Index {
-                        base: Box::new(e),
-                        index: Box::new(idx),
-                    },
-                    span: sp,
-                }
-            }
-        };
-    }
-    e
-}
-
 impl Builder<'_> {
+    /// Builds a postfix expression (`primary postfix*`).
+    fn postfix(&mut self, p: P) -> Expr {
+        let s = span(&p);
+        let mut it = p.into_inner();
+        let reach = self.depth + it.clone().count();
+        if reach > MAX_EXPR_DEPTH {
+            self.diags.push(diag::too_deep(s, reach, MAX_EXPR_DEPTH));
+            return Expr {
+                kind: ExprKind::Null,
+                span: s,
+            };
+        }
+        let Some(first) = it.next() else {
+            return Expr {
+                kind: ExprKind::Null,
+                span: Span::default(),
+            };
+        };
+        let mut e = self.atom(first);
+        for post in it {
+            let sp = e.span.to(span(&post));
+            e = match post.as_rule() {
+                Rule::field_access => {
+                    let f = post.into_inner().next().map(ident).unwrap_or(Ident {
+                        name: String::new(),
+                        span: sp,
+                    });
+                    Expr {
+                        kind: ExprKind::Field {
+                            base: Box::new(e),
+                            field: f,
+                        },
+                        span: sp,
+                    }
+                }
+                _ => {
+                    let idx = post
+                        .into_inner()
+                        .next()
+                        .map(|x| self.expr(x))
+                        .unwrap_or(Expr {
+                            kind: ExprKind::Null,
+                            span: sp,
+                        });
+                    Expr {
+                        kind: ExprKind::Index {
+                            base: Box::new(e),
+                            index: Box::new(idx),
+                        },
+                        span: sp,
+                    }
+                }
+            };
+        }
+        e
+    }
+
     fn atom(&mut self, p: P) -> Expr {
         let s = span(&p);
         let kind = match p.as_rule() {
@@ -216,6 +264,11 @@ impl Builder<'_> {
                 let t = p.as_str();
                 match t.parse::<i64>() {
                     Ok(v) => ExprKind::Int { value: v },
+                    Err(_) if t.bytes().all(|c| c.is_ascii_digit()) => {
+                        // Reported; the tree keeps an int so that no second error follows.
+                        self.diags.push(diag::int_too_large(s));
+                        ExprKind::Int { value: i64::MAX }
+                    }
                     Err(_) => ExprKind::Float {
                         value: t.parse().unwrap_or(f64::NAN),
                     },
@@ -224,13 +277,17 @@ impl Builder<'_> {
             Rule::duration => {
                 let t = p.as_str();
                 let digits: String = t.chars().take_while(char::is_ascii_digit).collect();
-                let n: u64 = digits.parse().unwrap_or(u64::MAX);
-                let ms = match &t[digits.len()..] {
-                    "ms" => n,
-                    "s" => n.saturating_mul(1000),
-                    "m" => n.saturating_mul(60_000),
-                    _ => n.saturating_mul(3_600_000),
+                let unit: u64 = match &t[digits.len()..] {
+                    "ms" => 1,
+                    "s" => 1000,
+                    "m" => 60_000,
+                    _ => 3_600_000,
                 };
+                let ms = digits.parse::<u64>().ok().and_then(|n| n.checked_mul(unit));
+                let ms = ms.unwrap_or_else(|| {
+                    self.diags.push(diag::duration_too_large(s));
+                    u64::MAX
+                });
                 ExprKind::Duration {
                     ms,
                     text: t.to_string(),
@@ -271,27 +328,33 @@ impl Builder<'_> {
     }
 }
 
-fn unescape(s: &str) -> String {
+/// The value of a plain string's body, and where its first `\\uXXXX` escape naming no character
+/// (a lone surrogate) is: its offset in `s` and its length.
+fn unescape(s: &str) -> (String, Option<(usize, usize)>) {
     let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars();
-    while let Some(c) = chars.next() {
+    let mut bad = None;
+    let mut chars = s.char_indices();
+    while let Some((at, c)) = chars.next() {
         if c != '\\' {
             out.push(c);
             continue;
         }
-        match chars.next() {
+        match chars.next().map(|(_, c)| c) {
             Some('n') => out.push('\n'),
             Some('t') => out.push('\t'),
             Some('r') => out.push('\r'),
             Some('u') => {
-                let hex: String = chars.by_ref().take(4).collect();
-                if let Some(ch) = u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
-                    out.push(ch);
+                let hex: String = chars.by_ref().take(4).map(|(_, c)| c).collect();
+                match u32::from_str_radix(&hex, 16).ok().and_then(char::from_u32) {
+                    Some(ch) => out.push(ch),
+                    None => {
+                        bad = bad.or(Some((at, 2 + hex.len())));
+                    }
                 }
             }
             Some(other) => out.push(other),
             None => {}
         }
     }
-    out
+    (out, bad)
 }

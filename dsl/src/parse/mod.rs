@@ -9,6 +9,7 @@ use explain::{first_token, pest_error};
 use pest::iterators::Pair;
 use pest::Parser;
 
+mod depth;
 mod explain;
 mod expr;
 mod items;
@@ -36,7 +37,7 @@ fn trim_trivia(src: &str, start: usize, end: usize) -> usize {
     while i < b.len() {
         match b[i] {
             b' ' | b'\t' | b'\r' | b'\n' => i += 1,
-            b'#' => i = text[i..].find('\n').map_or(b.len(), |k| i + k),
+            b'#' => i = text[i..].find(['\n', '\r']).map_or(b.len(), |k| i + k),
             b'"' if text[i..].starts_with("\"\"\"") => {
                 i = text[i + 3..]
                     .find("\"\"\"")
@@ -45,7 +46,7 @@ fn trim_trivia(src: &str, start: usize, end: usize) -> usize {
             }
             b'"' => {
                 i += 1;
-                while i < b.len() && b[i] != b'"' && b[i] != b'\n' {
+                while i < b.len() && !matches!(b[i], b'"' | b'\n' | b'\r') {
                     i += if b[i] == b'\\' { 2 } else { 1 };
                 }
                 if i < b.len() && b[i] == b'"' {
@@ -74,10 +75,26 @@ pub struct Parsed {
     pub diagnostics: Vec<Diagnostic>,
 }
 
-/// Parses a whole file.
+/// Parses a whole file. A leading byte order mark is read as three spaces (its length in UTF-8),
+/// so that every span still points into `src`.
 pub fn parse(src: &str) -> Parsed {
+    let unmarked;
+    let src = match src.strip_prefix('\u{feff}') {
+        Some(rest) => {
+            unmarked = format!("   {rest}");
+            unmarked.as_str()
+        }
+        None => src,
+    };
     pest::set_error_detail(true);
     let mut diags = Vec::new();
+    if let Some(d) = depth::too_deep(src) {
+        diags.push(d);
+        return Parsed {
+            file: None,
+            diagnostics: diags,
+        };
+    }
     match AgParser::parse(Rule::file, src) {
         Ok(mut pairs) => {
             let Some(file_pair) = pairs.next() else {
@@ -89,6 +106,7 @@ pub fn parse(src: &str) -> Parsed {
             let mut b = Builder {
                 src,
                 diags: &mut diags,
+                depth: 0,
             };
             let file = b.file(file_pair);
             diags.sort_by_key(|d| d.span.start);
@@ -110,6 +128,9 @@ pub fn parse(src: &str) -> Parsed {
 /// Parses one expression (used by tests and tools).
 pub fn parse_expr(src: &str) -> Result<Expr, Diagnostic> {
     pest::set_error_detail(true);
+    if let Some(d) = depth::too_deep(src) {
+        return Err(d);
+    }
     let mut pairs = AgParser::parse(Rule::strict_expr, src)
         .map_err(|e| pest_error(src, 0, &e, Context::Expr))?;
     let strict = pairs
@@ -119,6 +140,7 @@ pub fn parse_expr(src: &str) -> Result<Expr, Diagnostic> {
     let mut b = Builder {
         src,
         diags: &mut diags,
+        depth: 0,
     };
     let expr_pair = strict
         .into_inner()
@@ -139,6 +161,9 @@ enum Context {
 struct Builder<'a> {
     src: &'a str,
     diags: &'a mut Vec<Diagnostic>,
+    /// How deep the expression being built is nested, counting prefix operators: building
+    /// refuses to recurse past [`MAX_EXPR_DEPTH`].
+    depth: usize,
 }
 
 impl Builder<'_> {

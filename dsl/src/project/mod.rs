@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod pipeline;
+mod read;
+pub use read::{read_text, MAX_FILE_BYTES};
 
 pub use pipeline::prompts;
 
@@ -34,6 +36,8 @@ pub struct Project {
     /// The texts of `file(…)` prompts, by canonical path (read when the project is loaded, so
     /// a project is a complete snapshot of what it compiles from; see [`Project::files`]).
     pub prompt_texts: BTreeMap<PathBuf, String>,
+    /// Why `file(…)` prompts that exist could not be read (a device, too large, not UTF-8).
+    pub prompt_errors: BTreeMap<PathBuf, String>,
 }
 
 /// Why a project could not be loaded at all.
@@ -73,7 +77,7 @@ fn normalize(p: &Path) -> PathBuf {
 type Reader<'a> = &'a dyn Fn(&Path) -> std::io::Result<String>;
 
 fn read_disk(p: &Path) -> std::io::Result<String> {
-    std::fs::read_to_string(p)
+    read_text(p)
 }
 
 /// The path of the prompt file of a `prompt name = file("…")` declaration, relative to `dir`.
@@ -114,7 +118,7 @@ impl Project {
     /// Loads `path` and, recursively, what it references.
     pub fn load(path: impl AsRef<Path>) -> Result<Project, LoadError> {
         let path = path.as_ref();
-        let text = std::fs::read_to_string(path).map_err(|e| LoadError {
+        let text = read_text(path).map_err(|e| LoadError {
             path: path.display().to_string(),
             source: e,
         })?;
@@ -206,6 +210,7 @@ impl Project {
             sources: BTreeMap::new(),
             diagnostics: Vec::new(),
             prompt_texts: BTreeMap::new(),
+            prompt_errors: BTreeMap::new(),
         };
         p.add(
             root.clone(),
@@ -247,8 +252,14 @@ impl Project {
             .collect();
         for pk in prompt_paths {
             if let std::collections::btree_map::Entry::Vacant(e) = self.prompt_texts.entry(pk) {
-                if let Ok(t) = read(e.key()) {
-                    e.insert(t);
+                match read(e.key()) {
+                    Ok(t) => {
+                        e.insert(t);
+                    }
+                    Err(err) if err.kind() != std::io::ErrorKind::NotFound => {
+                        self.prompt_errors.insert(e.key().clone(), err.to_string());
+                    }
+                    Err(_) => {}
                 }
             }
         }

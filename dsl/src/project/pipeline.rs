@@ -90,7 +90,10 @@ impl Project {
         for item in &g.items {
             let GraphItem::Prompt(p) = item else { continue };
             if let Some(lit) = prompt_file(p) {
-                if !self.prompt_texts.contains_key(&key(&dir.join(&lit.value))) {
+                let k = key(&dir.join(&lit.value));
+                if let Some(why) = self.prompt_errors.get(&k) {
+                    out.push(diag::unreadable_prompt_file(lit.span, &lit.value, why));
+                } else if !self.prompt_texts.contains_key(&k) {
                     out.push(diag::missing_prompt_file(lit.span, &lit.value, &dir));
                 }
             }

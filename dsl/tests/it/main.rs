@@ -3,11 +3,13 @@
 
 mod agent_entries;
 mod ast_snapshots;
+mod deep_nesting;
 mod examples;
 mod extensions;
 mod fmt;
 mod golden;
 mod js_nodes;
+mod literals;
 mod parse_smoke;
 mod robustness;
 mod send_prompts;

@@ -6,6 +6,7 @@ use std::process::Command;
 
 mod authoring;
 mod conveniences;
+mod hostile;
 mod providers;
 mod run;
 mod stores_and_threads;

@@ -109,6 +109,18 @@ pub fn import_cycle(span: Span, chain: &[String]) -> Diagnostic {
     .help("a graph cannot contain itself; move the shared part into a third file")
 }
 
+/// `file("…")` naming a file that exists but cannot be read (`why`: not a regular file, too
+/// large, not UTF-8).
+pub fn unreadable_prompt_file(span: Span, path: &str, why: &str) -> Diagnostic {
+    Diagnostic::new(
+        codes::MISSING_PROMPT_FILE,
+        span,
+        format!("prompt file `{path}` cannot be read: {why}"),
+    )
+    .label("unreadable file")
+    .help("a prompt file is a regular UTF-8 text file of at most 10 MB")
+}
+
 /// `file("…")` naming a file that does not exist; `dir` is the graph file's folder.
 pub fn missing_prompt_file(span: Span, path: &str, dir: &Path) -> Diagnostic {
     Diagnostic::new(
@@ -121,4 +133,15 @@ pub fn missing_prompt_file(span: Span, path: &str, dir: &Path) -> Diagnostic {
         "paths are relative to this file's folder ({})",
         dir.display()
     ))
+}
+
+/// `file(…)` anywhere but as the whole value of `prompt name = file("…")`.
+pub fn file_outside_prompt(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        codes::FILE_OUTSIDE_PROMPT,
+        span,
+        "`file(…)` is read only as the whole value of a prompt",
+    )
+    .label("not read here")
+    .help("declare `prompt name = file(\"path\")` and use `name` here")
 }

@@ -1,4 +1,4 @@
-//! Syntax errors (E0001–E0003).
+//! Syntax errors (E0001–E0004).
 
 use crate::ast::Span;
 use crate::diagnostic::{codes, Diagnostic};
@@ -82,4 +82,48 @@ pub fn too_deep(span: Span, depth: usize, max: usize) -> Diagnostic {
     )
     .label("too deep")
     .help("split it: compute parts in separate `set` entries or nodes")
+}
+
+/// Brackets (or a generic type's `<`) nested deeper than `max`, found before parsing.
+pub fn too_deep_brackets(span: Span, max: usize) -> Diagnostic {
+    Diagnostic::new(
+        codes::TOO_DEEP,
+        span,
+        format!("brackets are nested more than {max} levels deep here"),
+    )
+    .label("too deep")
+    .help("split it: compute parts in separate `set` entries or nodes")
+}
+
+/// An integer literal above the largest `int`.
+pub fn int_too_large(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        codes::BAD_LITERAL,
+        span,
+        "this integer is larger than the largest `int` (9223372036854775807)",
+    )
+    .label("too large")
+    .help("write a smaller number, or a float such as `1e19`")
+}
+
+/// A duration literal whose milliseconds do not fit 64 bits.
+pub fn duration_too_large(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        codes::BAD_LITERAL,
+        span,
+        "this duration is longer than the longest one (18446744073709551615ms)",
+    )
+    .label("too long")
+    .help("write a shorter duration")
+}
+
+/// A `\uXXXX` escape naming no character (a lone surrogate, `\uD800`–`\uDFFF`).
+pub fn bad_escape(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        codes::BAD_LITERAL,
+        span,
+        "this escape names no character (a lone surrogate)",
+    )
+    .label("not a character")
+    .help("write the character itself, or a `\\u` escape outside `D800`–`DFFF`")
 }

@@ -1,0 +1,132 @@
+//! Hostile inputs end with a diagnostic, never with a crash: nesting a thousand or a hundred
+//! thousand levels deep is E0003 for every command that reads the file.
+
+use super::ag;
+
+fn deep_graph(open: &str, close: &str, n: usize) -> String {
+    format!(
+        "graph g {{\n  state {{ x: json = null }}\n  node a {{ set {{ x: {}1{} }} }}\n  START -> a\n}}\n",
+        open.repeat(n),
+        close.repeat(n)
+    )
+}
+
+#[test]
+fn deep_nesting_is_e0003_for_check_fmt_viz_and_run() {
+    let db = tempfile::tempdir().unwrap();
+    let shapes = [
+        ("(", ")"),
+        ("[", "]"),
+        ("{ k: ", " }"),
+        ("not ", ""),
+        ("- ", ""),
+    ];
+    for n in [1_000, 100_000] {
+        for (open, close) in shapes {
+            let path = db.path().join("deep.ag");
+            std::fs::write(&path, deep_graph(open, close, n)).unwrap();
+            let p = path.to_str().unwrap();
+            for args in [
+                vec!["check", p],
+                vec!["fmt", p, "--check"],
+                vec!["viz", p],
+                vec!["run", p],
+            ] {
+                let o = ag(db.path(), &args);
+                let what = format!("{} on `{open}` × {n}", args[0]);
+                assert_ne!(o.code, 134, "{what} aborted");
+                assert_ne!(o.code, 0, "{what} succeeded");
+                assert!(o.stderr.contains("E0003"), "{what}: {}", o.stderr);
+            }
+        }
+    }
+}
+
+#[test]
+fn history_limit_0_is_a_usage_error() {
+    let db = tempfile::tempdir().unwrap();
+    let graph = super::g("counter.ag");
+    assert_eq!(ag(db.path(), &["run", &graph, "--thread", "t"]).code, 0);
+    let o = ag(
+        db.path(),
+        &["history", &graph, "--thread", "t", "--limit", "0"],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("--limit"), "{}", o.stderr);
+    assert!(!o.stderr.contains("no checkpoint"), "{}", o.stderr);
+    let o = ag(
+        db.path(),
+        &["history", &graph, "--thread", "t", "--limit", "1"],
+    );
+    assert_eq!((o.code, o.stdout.lines().count()), (0, 1), "{}", o.stderr);
+}
+
+#[test]
+fn printing_commands_end_quietly_on_a_broken_pipe() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::{Command, Stdio};
+    let db = tempfile::tempdir().unwrap();
+    let graph = super::g("counter.ag");
+    assert_eq!(
+        ag(
+            db.path(),
+            &[
+                "run",
+                &graph,
+                "--thread",
+                "t",
+                "--input",
+                r#"{"limit": 200}"#
+            ]
+        )
+        .code,
+        0
+    );
+    for args in [
+        vec!["history", graph.as_str(), "--thread", "t"],
+        vec!["state", graph.as_str(), "--thread", "t"],
+        vec!["threads"],
+    ] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+            .arg("--db")
+            .arg(db.path())
+            .args(&args)
+            .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away before the command prints.
+        drop(child.stdout.take());
+        let o = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        let quiet = o.status.code() == Some(0) || o.status.signal() == Some(libc::SIGPIPE);
+        assert!(quiet, "{args:?}: {:?} {stderr}", o.status);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn input_file_with_invalid_json_shows_a_short_excerpt() {
+    let db = tempfile::tempdir().unwrap();
+    let input = db.path().join("big.json");
+    // A megabyte of valid JSON, then a mistake on line 3.
+    let big = format!(
+        "{{\"limit\": 3,\n\"pad\": \"{}\",\n\"x\": nope}}\n",
+        "a".repeat(1 << 20)
+    );
+    std::fs::write(&input, big).unwrap();
+    let o = ag(
+        db.path(),
+        &[
+            "run",
+            &super::g("counter.ag"),
+            "--input-file",
+            input.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.len() < 1000, "{} bytes of stderr", o.stderr.len());
+    assert!(o.stderr.contains("line 3 column 7"), "{}", o.stderr);
+    assert!(o.stderr.contains("nope"), "{}", o.stderr);
+}
