@@ -101,8 +101,8 @@ impl GraphCache {
         &self.root
     }
 
-    /// The file a graph name designates: `name`, or `name.ag`, relative to the graphs folder;
-    /// never outside it.
+    /// The file a graph name designates: `name` if it ends in `.ag`, else `name.ag`, relative
+    /// to the graphs folder; never outside it, never a file that is not a graph.
     pub fn resolve(&self, name: &str) -> Result<PathBuf, GraphLoadError> {
         let rel = Path::new(name);
         if name.trim().is_empty()
@@ -115,10 +115,12 @@ impl GraphCache {
                 "graph `{name}` must be a relative path under the graphs folder, without `..`"
             )));
         }
-        let mut candidates = vec![self.root.join(rel)];
-        if rel.extension().is_none() {
-            candidates.push(self.root.join(format!("{name}.ag")));
-        }
+        // Only `.ag` files are graphs: any other file of the folder (`.env`, a prompt, a
+        // script) is never read for a client, so its lines cannot come back in diagnostics.
+        let candidates = match rel.extension() {
+            Some(ext) if ext == "ag" => vec![self.root.join(rel)],
+            _ => vec![self.root.join(format!("{name}.ag"))],
+        };
         for c in candidates {
             if let Ok(p) = std::fs::canonicalize(&c) {
                 if p.is_file() && p.starts_with(&self.root) {

@@ -88,6 +88,13 @@ async fn errors_have_codes_and_statuses() {
             .as_str()
             .is_some_and(|m| !m.is_empty()));
     }
+    // Files of the graphs folder that are not graphs cannot be named: not found, and nothing of
+    // them comes back (the `.env` there holds a fake secret).
+    for name in [".env", "notes.md", "nested/../.env"] {
+        let (st, v) = s.post("/threads/e2/runs", json!({"graph": name})).await;
+        assert!(st == 404 || st == 400, "{name} -> {st} {v}");
+        assert!(!v.to_string().contains("fake-secret"), "{name} -> {v}");
+    }
     // 422 carries the diagnostics.
     let (_, v) = s.post("/threads/e1/runs", json!({"graph": "broken"})).await;
     let diags = v["error"]["diagnostics"].as_array().expect("diagnostics");
