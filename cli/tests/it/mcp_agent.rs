@@ -2,33 +2,17 @@
 //! filesystem MCP server (npm), offline with the scripted model and over the OpenAI wire format
 //! (a loopback server replaying the same script), plus the errors a broken server gives.
 
+use crate::react_agent::{final_json, Out, PROVIDER_VARS};
 use crate::wire::{offered_tools, Replay, Wire};
 use agentgraph_test_support::require_mcp_servers;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const PROVIDER_VARS: [&str; 8] = [
-    "AGENTGRAPH_PROVIDER",
-    "ANTHROPIC_API_KEY",
-    "ANTHROPIC_BASE_URL",
-    "ANTHROPIC_MODEL",
-    "OPENAI_API_KEY",
-    "OPENAI_BASE_URL",
-    "OPENAI_MODEL",
-    "OPENAI_NAMED_TOOL_CHOICE",
-];
-
 const QUESTION: &str = "How many units are in the warehouse?";
 
 fn examples() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../graphs/examples")
-}
-
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
 }
 
 /// Runs `graph` with the MCP servers' folder first on the PATH and `env` as provider settings.
@@ -60,21 +44,6 @@ fn run(dir: &Path, bin: &Path, graph: &Path, env: &[(&str, &str)]) -> Out {
         stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
     }
-}
-
-fn final_json(out: &Out) -> Value {
-    assert_eq!(
-        out.code, 0,
-        "stdout: {}\nstderr: {}",
-        out.stdout, out.stderr
-    );
-    let line = out
-        .stdout
-        .lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("null");
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON: {line}: {e}"))
 }
 
 fn messages(dir: &Path, graph: &Path) -> Vec<Value> {

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
-const PROVIDER_VARS: [&str; 8] = [
+pub(crate) const PROVIDER_VARS: [&str; 8] = [
     "AGENTGRAPH_PROVIDER",
     "ANTHROPIC_API_KEY",
     "ANTHROPIC_BASE_URL",
@@ -24,10 +24,10 @@ fn graph() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../graphs/agents/react-agent.ag")
 }
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Out {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs the CLI in `dir` (so the memory folder lands there) with only `env` as provider
@@ -67,7 +67,7 @@ fn run_input(dir: &Path, thread: &str, input: &Value, env: &[(&str, &str)]) -> O
     )
 }
 
-fn final_json(out: &Out) -> Value {
+pub(crate) fn final_json(out: &Out) -> Value {
     assert_eq!(
         out.code, 0,
         "stdout: {}\nstderr: {}",
