@@ -1,7 +1,6 @@
 //! The check's diagnostics of one open document, as LSP diagnostics.
 
 use crate::position::LineIndex;
-use agentgraph_dsl::ast::{File, GraphItem, NodeDecl, NodeKind, StrLit, SubgraphRef};
 use agentgraph_dsl::{Project, Registry, Severity};
 use lsp_types::{
     Diagnostic, DiagnosticRelatedInformation, DiagnosticSeverity, Location, NumberOrString, Url,
@@ -70,23 +69,6 @@ pub fn check(
     out
 }
 
-/// The paths a file references (`use`, `subgraph "…"`), with where they are written.
-fn references(file: &File) -> Vec<&StrLit> {
-    let mut out: Vec<&StrLit> = file.uses.iter().map(|u| &u.path).collect();
-    for g in &file.graphs {
-        for item in &g.items {
-            if let GraphItem::Node(NodeDecl {
-                kind: Some(NodeKind::Subgraph(SubgraphRef::Path(p))),
-                ..
-            }) = item
-            {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
-
 /// One error at each reference to a file that has errors: its first error and how many more.
 fn referenced_errors(
     project: &Project,
@@ -100,7 +82,7 @@ fn referenced_errors(
     ) else {
         return Vec::new();
     };
-    references(ast)
+    agentgraph_dsl::project::references(ast)
         .into_iter()
         .filter_map(|lit| {
             let source = project.sources.get(&file_key(&dir.join(&lit.value)))?;

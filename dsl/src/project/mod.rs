@@ -98,7 +98,8 @@ fn in_file(mut d: Diagnostic, name: &str) -> Diagnostic {
     d
 }
 
-fn references(f: &File) -> Vec<&StrLit> {
+/// The paths a file references (`use`, `subgraph "…"`), with where they are written.
+pub fn references(f: &File) -> Vec<&StrLit> {
     let mut out: Vec<&StrLit> = f.uses.iter().map(|u| &u.path).collect();
     for g in &f.graphs {
         for item in &g.items {
