@@ -38,7 +38,7 @@ import statistics
 import subprocess
 import sys
 
-WORKLOADS = ("chain", "fanout", "loop", "wide", "threads", "resume")
+WORKLOADS = ("chain", "fanout", "loop", "wide", "threads", "resume", "threads-concurrent")
 CHECKPOINTERS = ("none", "memory", "sled", "sqlite")
 DURABILITIES = ("sync", "async", "exit")
 

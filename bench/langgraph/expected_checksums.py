@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 
-WORKLOADS = ("chain", "fanout", "loop", "wide", "threads", "resume")
+WORKLOADS = ("chain", "fanout", "loop", "wide", "threads", "resume", "threads-concurrent")
 
 # Sizes of the table in WORKLOADS.md §3.
 TABLE_SIZES = {
@@ -25,6 +25,7 @@ TABLE_SIZES = {
     "wide": (10, 100, 1000, 3000),
     "threads": (100, 1000),
     "resume": (10, 100, 300, 1000),
+    "threads-concurrent": (100, 1000),
 }
 
 # Width of one trace entry in the `resume` workload.
@@ -67,6 +68,10 @@ def canonical(workload: str, n: int) -> str:
     if workload == "threads":
         one = ",".join(trace_entry(i) for i in range(3))
         return "threads;threads=%d;%s" % (n, "|".join("%d:3:%s" % (t, one) for t in range(n)))
+    if workload == "threads-concurrent":
+        one = ",".join(trace_entry(i) for i in range(3))
+        runs = "|".join("%d:3:%s" % (t, one) for t in range(n))
+        return "threads-concurrent;threads=%d;%s" % (n, runs)
     if workload == "resume":
         entries = (trace_entry(i, RESUME_ENTRY_WIDTH) for i in range(n))
         return "resume;count=%d;trace=%s" % (n, ",".join(entries))

@@ -5,8 +5,10 @@
                               [--durability async|sync|exit] [--json] [--no-warmup]
                               [--db-dir DIR] [--keep-db] [--postgres-url URL] [--print-canonical]
 
-WORKLOAD is chain, fanout, loop, wide, threads or resume; for threads N is the number of
-threads T. The harness builds the same graphs as the Rust harness (`agentgraph-bench`), times
+WORKLOAD is chain, fanout, loop, wide, threads, resume or threads-concurrent; for the
+threads workloads N is the number of threads T (threads-concurrent runs --concurrency C of
+them at once through LangGraph's asyncio savers, see threads_concurrent.py). The harness
+builds the same graphs as the Rust harness (`agentgraph-bench`), times
 only the graph runs (WORKLOADS.md §1.2) and prints one JSON line with the same field names
 (§1.1), so `bench/matrix.py` can put both side by side. `checksum_ok` compares the checksum of
 the returned state with the oracle next to this file (`expected_checksums.py`).
@@ -56,7 +58,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from expected_checksums import canonical as oracle_canonical  # noqa: E402
 from expected_checksums import fnv1a64, trace_entry  # noqa: E402
 
-WORKLOADS = ("chain", "fanout", "loop", "wide", "threads", "resume")
+WORKLOADS = ("chain", "fanout", "loop", "wide", "threads", "resume", "threads-concurrent")
 CHECKPOINTERS = ("none", "memory", "sqlite", "postgres")
 POSTGRES_URL_VAR = "AGENTGRAPH_BENCH_POSTGRES_URL"
 
@@ -564,10 +566,14 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--keep-db", action="store_true", help="keep the sqlite file; its path is printed")
     ap.add_argument("--postgres-url", default=os.environ.get(POSTGRES_URL_VAR),
                     help="server for --checkpointer postgres (default: $%s)" % POSTGRES_URL_VAR)
+    ap.add_argument("--concurrency", type=int, default=64,
+                    help="threads-concurrent: runs in flight at once (default 64)")
     ap.add_argument("--print-canonical", action="store_true", help="print the canonical string to stderr")
     args = ap.parse_args()
     if args.n < 1:
         ap.error("--n must be at least 1")
+    if args.concurrency < 1:
+        ap.error("--concurrency must be at least 1")
     if args.workload == "resume" and args.checkpointer == "none":
         ap.error("resume needs a checkpointer (memory, sqlite or postgres)")
     if args.workload == "resume" and args.n < 2:
@@ -580,9 +586,39 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def measure_concurrent(args: argparse.Namespace, n: int, label: str) -> tuple[dict[str, Any], dict]:
+    """`threads-concurrent`: the asyncio savers, see threads_concurrent.py."""
+    import threads_concurrent  # the module next to this file
+
+    def reset() -> None:
+        gc.collect()
+        StepCounter.reset()
+
+    m, storage = threads_concurrent.measure(
+        n, args.concurrency, args.checkpointer, label, args.durability, args.db_dir,
+        args.postgres_url, compile_chain, reset)
+    m.update(steps=StepCounter.steps, tasks=StepCounter.tasks, input_steps=StepCounter.input_steps,
+             write_batches=0, write_rows=0)
+    return m, storage
+
+
 def main() -> int:
     args = parse_args()
     baseline_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    if args.workload == "threads-concurrent":
+        if not args.no_warmup:
+            measure_concurrent(args, min(args.n, 3), "warmup")
+        m, storage = measure_concurrent(args, args.n, "bench")
+        line = report(args, m, storage, baseline_rss_mb)
+        line["concurrency"] = args.concurrency
+        line["p50_run_ms"] = rounded(m["p50_run_ms"], 3)
+        line["p99_run_ms"] = rounded(m["p99_run_ms"], 3)
+        line["saver"] = {"sqlite": "AsyncSqliteSaver", "postgres": "AsyncPostgresSaver",
+                         "memory": "InMemorySaver"}.get(args.checkpointer)
+        if args.print_canonical:
+            print(m["canonical"], file=sys.stderr)
+        print(json.dumps(line))
+        return 0 if line["checksum_ok"] else 1
     if not args.no_warmup:
         # Same workload at a tiny size on its own throwaway store, so that first-call costs of
         # the Python stack (lazy imports, caches) are not charged to the measured run.

@@ -31,6 +31,9 @@ pub struct Cli {
     /// Parent folder of the sled store (default: the system temp folder).
     #[arg(long)]
     pub db_dir: Option<PathBuf>,
+    /// `threads-concurrent`: how many runs are in flight at once.
+    #[arg(long, default_value_t = crate::config::DEFAULT_CONCURRENCY)]
+    pub concurrency: usize,
     /// Print the canonical result string to stderr (debugging).
     #[arg(long)]
     pub print_canonical: bool,
@@ -47,6 +50,7 @@ impl Cli {
             flavor: self.flavor,
             warmup: !self.no_warmup,
             db_dir: self.db_dir.clone(),
+            concurrency: self.concurrency,
         }
     }
 }

@@ -19,17 +19,20 @@ pub enum Workload {
     Threads,
     /// A chain interrupted before its last node, then resumed (§2.6).
     Resume,
+    /// T runs of the 3-node chain on one store, C at a time (§2.7).
+    ThreadsConcurrent,
 }
 
 impl Workload {
     /// Every workload, in spec order.
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 7] = [
         Workload::Chain,
         Workload::Fanout,
         Workload::Loop,
         Workload::Wide,
         Workload::Threads,
         Workload::Resume,
+        Workload::ThreadsConcurrent,
     ];
 
     /// The name used on the command line and in the report.
@@ -41,6 +44,7 @@ impl Workload {
             Workload::Wide => "wide",
             Workload::Threads => "threads",
             Workload::Resume => "resume",
+            Workload::ThreadsConcurrent => "threads-concurrent",
         }
     }
 
@@ -153,6 +157,9 @@ impl Flavor {
     }
 }
 
+/// The default C of `threads-concurrent`.
+pub const DEFAULT_CONCURRENCY: usize = 64;
+
 /// One benchmark configuration.
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
@@ -170,6 +177,8 @@ pub struct BenchConfig {
     pub warmup: bool,
     /// Parent folder of the sled store (default: the system temp folder).
     pub db_dir: Option<PathBuf>,
+    /// `threads-concurrent`: runs in flight at once (C).
+    pub concurrency: usize,
 }
 
 impl BenchConfig {
@@ -183,6 +192,7 @@ impl BenchConfig {
             flavor: Flavor::Multi,
             warmup: true,
             db_dir: None,
+            concurrency: DEFAULT_CONCURRENCY,
         }
     }
 
@@ -198,10 +208,19 @@ impl BenchConfig {
         self
     }
 
+    /// Sets the number of runs in flight for `threads-concurrent`.
+    pub fn concurrency(mut self, c: usize) -> Self {
+        self.concurrency = c;
+        self
+    }
+
     /// Checks the combination; the message explains what to change.
     pub fn validate(&self) -> Result<(), String> {
         if self.n < 1 {
             return Err("--n must be at least 1".into());
+        }
+        if self.concurrency < 1 {
+            return Err("--concurrency must be at least 1".into());
         }
         if self.workload == Workload::Resume {
             if self.n < 2 {

@@ -89,6 +89,7 @@ async fn measure(cfg: &BenchConfig) -> Result<(Measurement, StoreStats), BenchEr
         let ctx = RunCtx {
             store: &store,
             durability,
+            concurrency: cfg.concurrency,
         };
         workloads::run(cfg.workload, cfg.workload.warmup_size(cfg.n), &ctx).await?;
         store.close().await?;
@@ -97,10 +98,26 @@ async fn measure(cfg: &BenchConfig) -> Result<(Measurement, StoreStats), BenchEr
     let ctx = RunCtx {
         store: &store,
         durability,
+        concurrency: cfg.concurrency,
     };
+    let flushes_before = store.flushes();
     let m = workloads::run(cfg.workload, cfg.n, &ctx).await?;
-    let stats = store.close().await?;
+    let flushes = store.flushes().zip(flushes_before).map(|(a, b)| a - b);
+    // The disk's floor, measured next to the store after the timed region (so it competes with
+    // nothing), for the report to set the per-step cost against.
+    let floor = match store.sled_path() {
+        Some(path) => Some(store::fsync_floor(path.parent().unwrap_or(&path))?),
+        None => None,
+    };
+    let mut stats = store.close().await?;
+    stats.flushes = flushes;
+    stats.fsync_floor = floor;
     Ok((m, stats))
+}
+
+/// A latency quantile in ms, `None` without samples.
+fn quantile_ms(samples: &[std::time::Duration], q: f64) -> Option<f64> {
+    workloads::threads_concurrent::quantile(samples, q).map(|d| round_to(d.as_secs_f64() * 1e3, 3))
 }
 
 fn flush_policy(cfg: &BenchConfig) -> Option<&'static str> {
@@ -108,7 +125,9 @@ fn flush_policy(cfg: &BenchConfig) -> Option<&'static str> {
         return None;
     }
     Some(match cfg.durability {
-        DurabilityArg::Sync => "sled flush (fsync) after every checkpoint, before the next step",
+        DurabilityArg::Sync => {
+            "sled flush (fsync) after every checkpoint, before the next step; concurrent runs share flushes (group commit)"
+        }
         DurabilityArg::Async => {
             "sled flush in the background, coalesced while one is running; invoke waits for a final flush"
         }
@@ -146,8 +165,22 @@ fn report(
         sqlite_bytes: store.disk_bytes,
         sled_allocated_bytes: store.allocated_bytes,
         store_logical_bytes: store.logical_bytes,
-        threads_per_s: (cfg.workload == Workload::Threads && wall_s > 0.0)
+        threads_per_s: (matches!(
+            cfg.workload,
+            Workload::Threads | Workload::ThreadsConcurrent
+        ) && wall_s > 0.0)
             .then(|| round_to(cfg.n as f64 / wall_s, 1)),
+        concurrency: (cfg.workload == Workload::ThreadsConcurrent).then_some(cfg.concurrency),
+        p50_run_ms: quantile_ms(&m.latencies, 0.5),
+        p99_run_ms: quantile_ms(&m.latencies, 0.99),
+        fsyncs: store.flushes,
+        fsyncs_per_s: store
+            .flushes
+            .filter(|_| wall_s > 0.0)
+            .map(|f| round_to(f as f64 / wall_s, 1)),
+        fsync_floor_us: store
+            .fsync_floor
+            .map(|d| round_to(d.as_secs_f64() * 1e6, 1)),
         first_run_s: m.first_run.map(|f| round_to(f.wall.as_secs_f64(), 9)),
         first_run_steps: m.first_run.map(|f| f.stats.steps),
         first_run_checkpoints: m.first_run.map(|f| f.stats.checkpoints_written),

@@ -56,6 +56,11 @@ pub fn expected_canonical(workload: Workload, n: usize) -> String {
             format!("threads;threads={n};{}", runs.join("|"))
         }
         Workload::Resume => format!("resume;count={n};trace={}", chain_trace(n, Some(100))),
+        Workload::ThreadsConcurrent => {
+            let trace = chain_trace(3, None);
+            let runs: Vec<String> = (0..n).map(|t| format!("{t}:3:{trace}")).collect();
+            format!("threads-concurrent;threads={n};{}", runs.join("|"))
+        }
     }
 }
 

@@ -52,6 +52,25 @@ pub struct Report {
     /// `threads` only: `T / wall_s`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads_per_s: Option<f64>,
+    /// `threads-concurrent` only: runs in flight at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<usize>,
+    /// `threads-concurrent` only: median run latency, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p50_run_ms: Option<f64>,
+    /// `threads-concurrent` only: 99th percentile run latency, ms.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p99_run_ms: Option<f64>,
+    /// sled: flushes (each at least one fsync) issued during the timed region.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsyncs: Option<u64>,
+    /// sled: `fsyncs / wall_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsyncs_per_s: Option<f64>,
+    /// sled: the disk's floor, median µs of a 4 KiB overwrite plus `fdatasync` in the store's
+    /// parent folder, measured in the same process after the timed region.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fsync_floor_us: Option<f64>,
     /// `resume` only: seconds of the first (interrupted) run, not part of `wall_s`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_run_s: Option<f64>,

@@ -7,6 +7,7 @@ use agentgraph_runtime::{Checkpointer, CompiledGraph, MemoryCheckpointer, SledCh
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// A store opened for one workload instance (the measured one, or the warm-up's throwaway).
 pub enum Store {
@@ -33,6 +34,10 @@ pub struct StoreStats {
     pub allocated_bytes: Option<u64>,
     /// Bytes of keys and values the store holds (memory and sled): the logical payload.
     pub logical_bytes: Option<u64>,
+    /// sled: flushes issued during the timed region.
+    pub flushes: Option<u64>,
+    /// sled: the measured fsync floor (see [`fsync_floor`]).
+    pub fsync_floor: Option<Duration>,
 }
 
 impl Store {
@@ -86,6 +91,14 @@ impl Store {
         }
     }
 
+    /// sled: flushes issued since the store was opened.
+    pub fn flushes(&self) -> Option<u64> {
+        match self {
+            Store::Sled { cp, .. } => Some(cp.store().flushes()),
+            _ => None,
+        }
+    }
+
     /// The folder of the sled database.
     pub fn sled_path(&self) -> Option<PathBuf> {
         match self {
@@ -122,6 +135,7 @@ impl Store {
                     disk_bytes: Some(bytes),
                     allocated_bytes: Some(allocated),
                     logical_bytes: Some(logical),
+                    ..StoreStats::default()
                 })
             }
         }
@@ -157,4 +171,37 @@ fn logical_bytes(store: &impl KvStore) -> Result<u64, BenchError> {
         })
         .map_err(|e| BenchError::Run(format!("scanning the store: {e}")))?;
     Ok(total)
+}
+
+/// Samples of [`fsync_floor`].
+const FLOOR_SAMPLES: usize = 200;
+
+/// The cheapest durable write the disk under `dir` allows: the median of 200 overwrites of a
+/// 4 KiB block (rotating over a preallocated 1 MiB file) each followed by `fdatasync`. Every
+/// durable checkpoint costs at least this; the file is removed afterwards.
+pub fn fsync_floor(dir: &Path) -> Result<Duration, BenchError> {
+    use std::io::{Seek, SeekFrom, Write};
+    let err = |e: std::io::Error| {
+        BenchError::Run(format!(
+            "measuring the fsync floor in {}: {e}",
+            dir.display()
+        ))
+    };
+    let mut file = tempfile::tempfile_in(dir).map_err(err)?;
+    let block = [0x5au8; 4096];
+    for _ in 0..256 {
+        file.write_all(&block).map_err(err)?;
+    }
+    file.sync_all().map_err(err)?;
+    let mut samples = Vec::with_capacity(FLOOR_SAMPLES);
+    for i in 0..FLOOR_SAMPLES {
+        file.seek(SeekFrom::Start((i % 256) as u64 * 4096))
+            .map_err(err)?;
+        let t0 = Instant::now();
+        file.write_all(&block).map_err(err)?;
+        file.sync_data().map_err(err)?;
+        samples.push(t0.elapsed());
+    }
+    samples.sort();
+    Ok(samples[FLOOR_SAMPLES / 2])
 }

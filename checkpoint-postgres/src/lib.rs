@@ -39,6 +39,7 @@ use agentgraph_runtime::CheckpointId;
 use async_trait::async_trait;
 use serde_json::Value;
 
+mod batch;
 mod error;
 mod options;
 mod store;

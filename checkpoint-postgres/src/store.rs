@@ -1,6 +1,7 @@
 //! [`PostgresStore`]: the ordered key-value store over one table — the connection (reopened
 //! when lost), the table's DDL and prepared statements, paged scans and atomic batches.
 
+use crate::batch::{Batch, WriteFailed, WriteQueue};
 use crate::error::{connection_lost, describe};
 use crate::{PostgresError, PostgresOptions};
 use agentgraph_runtime::checkpoint::{AsyncKvStore, CheckpointError, KvVisitor};
@@ -28,6 +29,8 @@ pub struct PostgresStore {
     pub(crate) table: String,
     current: Mutex<Option<Arc<Conn>>>,
     reconnect: tokio::sync::Mutex<()>,
+    /// Concurrent writes wait here to share one statement and commit.
+    writes: WriteQueue,
 }
 
 /// Rows fetched per round trip of a scan: small first (most scans stop after a row or two),
@@ -48,10 +51,17 @@ impl PostgresStore {
             table,
             current: Mutex::new(None),
             reconnect: tokio::sync::Mutex::new(()),
+            writes: WriteQueue::new(),
         };
         let conn = store.connect(options.schema.as_deref(), true).await?;
         *store.lock() = Some(conn);
         Ok(store)
+    }
+
+    /// Statements that wrote checkpoint data so far, each one commit (one WAL flush with
+    /// `synchronous_commit = on`); concurrent writers share them.
+    pub fn commits(&self) -> u64 {
+        self.writes.commits()
     }
 
     /// The qualified, quoted table name.
@@ -269,22 +279,24 @@ impl AsyncKvStore for PostgresStore {
             return Ok(());
         }
         // Same outcome as sled's batch (deletes, then puts in order): the last put of a key
-        // wins and a put key is not deleted. Duplicates would make the upsert fail.
-        let mut last: std::collections::BTreeMap<Vec<u8>, Vec<u8>> = Default::default();
-        for (k, v) in puts {
-            last.insert(k, v);
-        }
-        let deletes: Vec<Vec<u8>> = deletes
-            .into_iter()
-            .filter(|k| !last.contains_key(k))
-            .collect();
-        let (keys, values): (Vec<Vec<u8>>, Vec<Vec<u8>>) = last.into_iter().unzip();
-        let (deletes, keys, values) = (&deletes, &keys, &values);
-        self.run("write", |c| async move {
-            c.client.execute(&c.apply, &[deletes, keys, values]).await
-        })
-        .await?;
-        Ok(())
+        // wins and a put key is not deleted; `Merged` folds them (and the batches of other
+        // writers sharing the commit) so no key appears twice in the upsert.
+        let batch = Batch { puts, deletes };
+        self.writes
+            .apply(batch, |m| async move {
+                let (deletes, keys, values) = (&m.deletes, &m.keys, &m.values);
+                self.run("write", |c| async move {
+                    c.client.execute(&c.apply, &[deletes, keys, values]).await
+                })
+                .await
+                .map(|_| ())
+                .map_err(|e| WriteFailed {
+                    batch_specific: !matches!(e, PostgresError::Connect(_)),
+                    message: e.to_string(),
+                })
+            })
+            .await
+            .map_err(|e| CheckpointError::Backend(e.message))
     }
 
     async fn flush_async(&self) -> Result<(), CheckpointError> {

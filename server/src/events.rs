@@ -1,10 +1,17 @@
 //! Per-thread event logs: a bounded ring (by count and by bytes) of serialized envelopes,
 //! mirrored in a sled database when one is configured, with a watch channel for live readers.
+//!
+//! On sled, an event reaches readers only once it is durable: each append asks the store's
+//! [`GroupCommit`] for a flush (appends of every thread share them) and publishes the event when
+//! it returns. A client has therefore never seen an id the disk does not hold, so after a crash
+//! the ids continue above everything any client received and `Last-Event-ID` replay is exact.
 
 use crate::error::ServerError;
 use crate::versions::GraphVersion;
+use agentgraph_runtime::checkpoint::GroupCommit;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -52,6 +59,8 @@ struct Ring {
 /// A thread's log plus the watch that wakes live readers.
 pub(crate) struct Hub {
     ring: Mutex<Ring>,
+    /// The newest id readers may see (durable on sled; every appended id in memory).
+    published: AtomicU64,
     tx: watch::Sender<u64>,
 }
 
@@ -60,16 +69,24 @@ impl Hub {
         self.ring.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Events with an id greater than `after`, oldest first.
+    /// Published events with an id greater than `after`, oldest first.
     pub(crate) fn after(&self, after: u64) -> Vec<StoredEvent> {
+        let upto = self.published.load(Ordering::Acquire);
         let ring = self.lock();
         let start = ring.events.partition_point(|e| e.seq <= after);
-        ring.events.range(start..).cloned().collect()
+        let end = ring.events.partition_point(|e| e.seq <= upto);
+        ring.events.range(start..end.max(start)).cloned().collect()
     }
 
-    /// The id of the newest event (0 when none was ever written).
+    /// The id of the newest published event (0 when none was ever written).
     pub(crate) fn last_seq(&self) -> u64 {
-        self.lock().next_seq.saturating_sub(1)
+        self.published.load(Ordering::Acquire)
+    }
+
+    /// Lets readers see the events up to `seq`.
+    fn publish(&self, seq: u64) {
+        let newest = self.published.fetch_max(seq, Ordering::AcqRel).max(seq);
+        self.tx.send_replace(newest);
     }
 
     /// A receiver that changes whenever an event is appended.
@@ -89,6 +106,8 @@ struct Trees {
     /// pinned to it, dropped by [`EventStore::prune_versions`] once none is.
     versions: sled::Tree,
     db: sled::Db,
+    /// Shares flushes between the appends of every thread.
+    commit: GroupCommit,
 }
 
 /// Every thread's event log.
@@ -139,12 +158,23 @@ impl EventStore {
         let events = db.open_tree("events").map_err(storage)?;
         let meta = db.open_tree("threads").map_err(storage)?;
         let versions = db.open_tree("graph_versions").map_err(storage)?;
+        // As the sled checkpointer does: sled's flush, then an `fdatasync` of its log file so
+        // the events survive a power loss too, not only a killed process.
+        let log_path = dir.join("db");
+        let log = std::fs::File::open(&log_path)
+            .map_err(|e| ServerError::Storage(format!("opening {}: {e}", log_path.display())))?;
+        let flushed = db.clone();
+        let commit = GroupCommit::new(move || {
+            flushed.flush().map_err(|e| e.to_string())?;
+            log.sync_data().map_err(|e| format!("fdatasync: {e}"))
+        });
         Ok(EventStore {
             trees: Some(Trees {
                 events,
                 meta,
                 versions,
                 db,
+                commit,
             }),
             ..Self::memory(limits)
         })
@@ -184,9 +214,12 @@ impl EventStore {
                 }
             }
         }
-        let (tx, _) = watch::channel(ring.next_seq.saturating_sub(1));
+        // What the disk holds was published before (or is at least durable now).
+        let last = ring.next_seq.saturating_sub(1);
+        let (tx, _) = watch::channel(last);
         let hub = Arc::new(Hub {
             ring: Mutex::new(ring),
+            published: AtomicU64::new(last),
             tx,
         });
         hubs.insert(thread.to_string(), hub.clone());
@@ -196,7 +229,8 @@ impl EventStore {
     /// Appends an event envelope `{ns, mode, node, data}` to the thread's log with the
     /// thread's next id as its `seq` (any `seq` it carries, such as the runtime's per-run
     /// numbering, is replaced: this is the one place event ids are assigned), trims the ring to
-    /// its bounds and wakes live readers. Returns the id.
+    /// its bounds and wakes live readers once the event is durable (at once in memory). Returns
+    /// the id.
     pub fn append(&self, thread: &str, mut envelope: Value) -> Result<u64, ServerError> {
         let hub = self.hub(thread)?;
         let seq = {
@@ -234,7 +268,26 @@ impl EventStore {
             }
             seq
         };
-        hub.tx.send_replace(seq);
+        match &self.trees {
+            None => hub.publish(seq),
+            Some(t) => match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    let commit = t.commit.clone();
+                    rt.spawn(async move {
+                        if let Err(e) = commit.flush().await {
+                            // Readers still get the event: hiding the log for good would be
+                            // worse than a replay that may miss it after a crash.
+                            tracing::error!(error = %e, "flushing the event log failed");
+                        }
+                        hub.publish(seq);
+                    });
+                }
+                Err(_) => {
+                    t.db.flush().map_err(storage)?;
+                    hub.publish(seq);
+                }
+            },
+        }
         Ok(seq)
     }
 

@@ -7,6 +7,7 @@ pub mod chain;
 pub mod fanout;
 pub mod resume;
 pub mod threads;
+pub mod threads_concurrent;
 pub mod wide;
 
 use crate::config::Workload;
@@ -34,6 +35,8 @@ pub struct Measurement {
     pub canonical: String,
     /// `resume` only: the first, interrupted run.
     pub first_run: Option<FirstRun>,
+    /// `threads-concurrent` only: each run's latency.
+    pub latencies: Vec<Duration>,
 }
 
 /// The untimed first run of `resume`.
@@ -51,6 +54,8 @@ pub struct RunCtx<'a> {
     pub store: &'a Store,
     /// When checkpoints are flushed.
     pub durability: Durability,
+    /// `threads-concurrent`: runs in flight at once.
+    pub concurrency: usize,
 }
 
 impl RunCtx<'_> {
@@ -78,6 +83,7 @@ pub async fn run(
         Workload::Wide => wide::run(n, ctx).await,
         Workload::Threads => threads::run(n, ctx).await,
         Workload::Resume => resume::run(n, ctx).await,
+        Workload::ThreadsConcurrent => threads_concurrent::run(n, ctx.concurrency, ctx).await,
     }
 }
 

@@ -61,5 +61,6 @@ pub async fn run(n: usize, ctx: &RunCtx<'_>) -> Result<Measurement, BenchError> 
             wall: first_wall,
             stats: first.stats,
         }),
+        latencies: Vec::new(),
     })
 }

@@ -33,5 +33,6 @@ pub async fn run(t: usize, ctx: &RunCtx<'_>) -> Result<Measurement, BenchError> 
         stats,
         canonical: format!("threads;threads={t};{}", runs.join("|")),
         first_run: None,
+        latencies: Vec::new(),
     })
 }

@@ -93,5 +93,6 @@ pub async fn run(n: usize, ctx: &RunCtx<'_>) -> Result<Measurement, BenchError> 
         stats: out.stats,
         canonical: canonical(&out.values)?,
         first_run: None,
+        latencies: Vec::new(),
     })
 }

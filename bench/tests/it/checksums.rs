@@ -23,6 +23,9 @@ const EXPECTED: &[(Workload, usize, &str)] = &[
     (Workload::Threads, 100, "b32690693ee5451d"),
     (Workload::Resume, 10, "54b8420de2f18a38"),
     (Workload::Resume, 100, "0579cf99235272e7"),
+    // python3 expected_checksums.py threads-concurrent 10 / 100
+    (Workload::ThreadsConcurrent, 10, "40e9f0589fd0d7ca"),
+    (Workload::ThreadsConcurrent, 100, "2b45e4998c1b703f"),
 ];
 
 fn expected(workload: Workload, n: usize) -> &'static str {
@@ -40,7 +43,7 @@ fn expected_counts(workload: Workload, n: u64) -> (u64, u64) {
         Workload::Fanout => (3, n + 2),
         Workload::Loop => (2 * n + 1, 2 * n + 1),
         Workload::Wide => (2, n + 1),
-        Workload::Threads => (3 * n, 3 * n),
+        Workload::Threads | Workload::ThreadsConcurrent => (3 * n, 3 * n),
         Workload::Resume => (1, 1),
     }
 }
@@ -134,6 +137,49 @@ fn threads_checksums() {
     all_sizes(Workload::Threads);
     let r = bench(BenchConfig::new(Workload::Threads, 10, StoreKind::Memory));
     assert!(r.threads_per_s.is_some_and(|t| t > 0.0));
+}
+
+#[test]
+fn threads_concurrent_checksums() {
+    all_sizes(Workload::ThreadsConcurrent);
+    let r = bench(BenchConfig::new(
+        Workload::ThreadsConcurrent,
+        10,
+        StoreKind::Memory,
+    ));
+    assert!(r.threads_per_s.is_some_and(|t| t > 0.0));
+    assert_eq!(r.concurrency, Some(64));
+    assert!(r.p50_run_ms.is_some() && r.p99_run_ms >= r.p50_run_ms);
+}
+
+/// With `sync` durability each run waits for a flush after every checkpoint. One run at a time
+/// issues one flush per checkpoint; 32 runs at once share them (group commit), so the store
+/// issues fewer flushes than it stores checkpoints.
+#[test]
+fn concurrent_durable_runs_share_flushes() {
+    let one_at_a_time = bench(
+        BenchConfig::new(Workload::ThreadsConcurrent, 10, StoreKind::Sled)
+            .concurrency(1)
+            .warmup(false),
+    );
+    let flushes = one_at_a_time.fsyncs.expect("sled counts flushes");
+    assert!(
+        flushes >= one_at_a_time.checkpoints_written,
+        "{flushes} flushes for {} checkpoints one run at a time",
+        one_at_a_time.checkpoints_written
+    );
+    let together = bench(
+        BenchConfig::new(Workload::ThreadsConcurrent, 100, StoreKind::Sled)
+            .concurrency(32)
+            .warmup(false),
+    );
+    let flushes = together.fsyncs.expect("sled counts flushes");
+    assert!(
+        flushes * 2 < together.checkpoints_written,
+        "{flushes} flushes for {} checkpoints of 32 concurrent runs",
+        together.checkpoints_written
+    );
+    assert!(together.fsync_floor_us.is_some_and(|f| f > 0.0));
 }
 
 #[test]

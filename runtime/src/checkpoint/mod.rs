@@ -6,12 +6,14 @@
 //! ([`crate::reducer::Storage::Deltas`]) keeps only the step's writes plus a link to its previous
 //! blob, so appending one message to a long history stores that message alone.
 
+mod group_commit;
 mod keys;
 pub(crate) mod kv;
 mod memory;
 mod sled_store;
 mod thread_locks;
 
+pub use group_commit::{FlushFn, GroupCommit};
 pub use kv::{AsyncKvStore, KvCheckpointer, KvStore, KvVisitor};
 pub use memory::{MemoryCheckpointer, MemoryStore};
 pub use sled_store::{SledCheckpointer, SledStore};

@@ -6,7 +6,9 @@
 //! crash-worker resume --db DIR [--thread T] [--steps N] [OPTIONS]   continue the thread
 //! crash-worker final  --db DIR [--thread T]                         print its state as JSON
 //!
-//! OPTIONS: --sleep-us U                          per-task sleep (default 2000)
+//! OPTIONS: --threads N                           N threads `T-0` … `T-{N-1}` at once on the
+//!                                                one store (lines then end with the thread id)
+//!          --sleep-us U                          per-task sleep (default 2000)
 //!          --durability sync|async|exit          default sync
 //!          --die before-flush:S|after-flush:S    SIGKILL itself at that storage boundary
 //! ```
@@ -19,7 +21,7 @@
 //! Exit status: 0 on success, 2 on usage errors, 1 on run errors.
 
 use agentgraph_e2e::{crash_graph, flag, input, DieAt, DiePoint, StepHook, THREAD};
-use agentgraph_runtime::{Durability, Input, RunConfig, SledCheckpointer};
+use agentgraph_runtime::{Checkpointer, Durability, Input, RunConfig, SledCheckpointer};
 use serde_json::json;
 use std::io::Write;
 use std::process::ExitCode;
@@ -27,7 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 const USAGE: &str = "usage: crash-worker run|resume|final --db DIR [--thread T] [--steps N] \
-                     [--sleep-us U] [--durability sync|async|exit] \
+                     [--threads N] [--sleep-us U] [--durability sync|async|exit] \
                      [--die before-flush:S|after-flush:S]";
 
 fn say(line: &str) {
@@ -48,6 +50,16 @@ fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("bad --steps: {e}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let threads = match flag(&args, "--threads")
+        .map(str::parse::<usize>)
+        .transpose()
+    {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("bad --threads: {e}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -89,7 +101,13 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match rt.block_on(work(mode, db, &thread, steps, sleep, die, durability)) {
+    let job = Job {
+        mode,
+        steps,
+        sleep,
+        durability,
+    };
+    match rt.block_on(work(&job, db, &thread, threads, die)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("crash-worker {mode}: {e}");
@@ -98,31 +116,80 @@ fn main() -> ExitCode {
     }
 }
 
-async fn work(
-    mode: &str,
-    db: &str,
-    thread: &str,
+/// What to do on each thread.
+struct Job<'a> {
+    mode: &'a str,
     steps: Option<i64>,
     sleep: Duration,
-    die: Option<DiePoint>,
     durability: Durability,
+}
+
+/// Runs the job on `thread`, or on `threads` threads `thread-0` … at once, on one store.
+async fn work(
+    job: &Job<'_>,
+    db: &str,
+    thread: &str,
+    threads: Option<usize>,
+    die: Option<DiePoint>,
 ) -> Result<(), String> {
     let sled = Arc::new(SledCheckpointer::open(db).map_err(|e| e.to_string())?);
-    let cp = Arc::new(DieAt::new(sled, die));
-    let hook: StepHook = Arc::new(|step, node| say(&format!("started step {step} {node}")));
-    let graph = crash_graph(sleep, Some(hook)).with_checkpointer(cp);
+    let cp: Arc<dyn Checkpointer> = Arc::new(DieAt::new(sled, die));
+    let Some(n) = threads else {
+        return one(job, cp, thread, "").await;
+    };
+    let mut set = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let (cp, name) = (cp.clone(), format!("{thread}-{i}"));
+        let (mode, steps, sleep, durability) =
+            (job.mode.to_string(), job.steps, job.sleep, job.durability);
+        set.spawn(async move {
+            let job = Job {
+                mode: &mode,
+                steps,
+                sleep,
+                durability,
+            };
+            let suffix = format!(" {name}");
+            one(&job, cp, &name, &suffix).await
+        });
+    }
+    let mut first_error = None;
+    while let Some(r) = set.join_next().await {
+        let r = r
+            .map_err(|e| format!("a thread's task failed: {e}"))
+            .and_then(|r| r);
+        if let Err(e) = r {
+            first_error.get_or_insert(e);
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+/// The job on one thread; every line printed ends with `suffix` (the thread id when several
+/// threads run).
+async fn one(
+    job: &Job<'_>,
+    cp: Arc<dyn Checkpointer>,
+    thread: &str,
+    suffix: &str,
+) -> Result<(), String> {
+    let tail = suffix.to_string();
+    let hook: StepHook =
+        Arc::new(move |step, node| say(&format!("started step {step} {node}{tail}")));
+    let graph = crash_graph(job.sleep, Some(hook)).with_checkpointer(cp);
     let state = graph
         .get_state(thread, None)
         .await
         .map_err(|e| e.to_string())?;
-    let config = RunConfig::thread(thread).durability(durability);
+    let config = RunConfig::thread(thread).durability(job.durability);
     let fresh = |steps: Option<i64>| -> Result<Input, String> {
         let n = steps.ok_or("--steps is needed to start a thread")?;
         Ok(Input::values(input(n)))
     };
-    let run_input = match (mode, &state) {
+    let run_input = match (job.mode, &state) {
         ("final", Some(s)) => {
-            let out = json!({ "step": s.step, "next": s.next, "values": s.values });
+            let out =
+                json!({ "thread": thread, "step": s.step, "next": s.next, "values": s.values });
             say(&out.to_string());
             return Ok(());
         }
@@ -133,13 +200,13 @@ async fn work(
                 s.step
             ))
         }
-        ("run", None) => fresh(steps)?,
+        ("run", None) => fresh(job.steps)?,
         (_, None) => {
-            say("resuming from nothing: starting fresh");
-            fresh(steps)?
+            say(&format!("resuming from nothing: starting fresh{suffix}"));
+            fresh(job.steps)?
         }
         (_, Some(s)) => {
-            say(&format!("resuming from step {}", s.step));
+            say(&format!("resuming from step {}{suffix}", s.step));
             Input::Continue
         }
     };
@@ -154,7 +221,7 @@ async fn work(
         .map(|s| s.step)
         .unwrap_or(i64::MIN);
     say(&format!(
-        "done at step {last} ({} steps, {} tasks, {} checkpoints in this run)",
+        "done at step {last} ({} steps, {} tasks, {} checkpoints in this run){suffix}",
         out.stats.steps, out.stats.tasks, out.stats.checkpoints_written
     ));
     Ok(())

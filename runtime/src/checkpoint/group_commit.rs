@@ -1,0 +1,250 @@
+//! Group commit: many writers, one flush.
+//!
+//! A durable run waits, after each checkpoint, for a flush that covers it. Without coordination
+//! every run pays its own fsync, so N concurrent runs issue N fsyncs per step and queue behind
+//! each other on the disk. [`GroupCommit`] lets them share: at most one flush is in flight; a
+//! caller that arrives while one runs waits for it to end and then for the *next* one (the
+//! running flush may have started before the caller's write), which every caller that arrived
+//! meanwhile shares. A lone caller finds no flush in flight and starts one at once, so the window
+//! adapts to the load and adds no latency when there is none: the number of flushes per second is
+//! bounded by the disk, not multiplied by the number of writers.
+//!
+//! The flush runs on tokio's blocking pool in a detached task, so a caller whose future is
+//! dropped (a cancelled run) never leaves the committer stuck with a flush marked in flight.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::Notify;
+
+/// The blocking flush a [`GroupCommit`] coordinates; its error is reported as text.
+pub type FlushFn = dyn Fn() -> Result<(), String> + Send + Sync;
+
+/// Coordinates the flushes of one store (see the module docs).
+#[derive(Clone)]
+pub struct GroupCommit {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    ended: Notify,
+    flush: Box<FlushFn>,
+    /// Flushes issued so far.
+    issued: AtomicU64,
+}
+
+#[derive(Default)]
+struct State {
+    /// Number of the newest flush started (flushes are numbered from 1).
+    started: u64,
+    /// Number of the newest flush ended, successfully or not.
+    ended: u64,
+    /// Number of the newest flush that succeeded.
+    succeeded: u64,
+    /// The error of the newest failed flush, with its number.
+    error: Option<(u64, String)>,
+    in_flight: bool,
+}
+
+impl GroupCommit {
+    /// Coordinates calls of `flush`, a blocking function that makes every write applied before
+    /// it was called durable.
+    pub fn new(flush: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Self {
+        GroupCommit {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State::default()),
+                ended: Notify::new(),
+                flush: Box::new(flush),
+                issued: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// Returns once every write applied before this call is durable: after a flush that started
+    /// after the call ended well. The error of a failed flush is returned to every caller that
+    /// was waiting for it (a later successful flush covers them too, but they are told).
+    pub async fn flush(&self) -> Result<(), String> {
+        let target = {
+            let s = self.inner.lock();
+            s.started + 1
+        };
+        loop {
+            let ended = self.inner.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            {
+                let mut s = self.inner.lock();
+                if s.succeeded >= target {
+                    return Ok(());
+                }
+                if s.ended >= target {
+                    let msg = match &s.error {
+                        Some((n, msg)) if *n >= target => msg.clone(),
+                        _ => "the store could not be flushed".to_string(),
+                    };
+                    return Err(msg);
+                }
+                if !s.in_flight {
+                    s.in_flight = true;
+                    s.started += 1;
+                    let number = s.started;
+                    drop(s);
+                    self.start(number);
+                }
+            }
+            ended.await;
+        }
+    }
+
+    /// How many flushes were issued so far.
+    pub fn flushes(&self) -> u64 {
+        self.inner.issued.load(Ordering::Relaxed)
+    }
+
+    /// Runs flush `number` on the blocking pool and publishes its end.
+    fn start(&self, number: u64) {
+        let inner = self.inner.clone();
+        let run = move || {
+            inner.issued.fetch_add(1, Ordering::Relaxed);
+            let result = (inner.flush)();
+            inner.finish(number, result);
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) => {
+                let inner = self.inner.clone();
+                let task = handle.spawn_blocking(run);
+                // A blocking task that panics never reaches `finish`: record the failure so the
+                // waiters are released with an error.
+                handle.spawn(async move {
+                    if let Err(e) = task.await {
+                        inner.finish(number, Err(format!("the flush task failed: {e}")));
+                    }
+                });
+            }
+            // Outside a runtime (a synchronous caller driving the future by hand): flush here.
+            Err(_) => run(),
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn finish(&self, number: u64, result: Result<(), String>) {
+        {
+            let mut s = self.lock();
+            if s.ended >= number {
+                return;
+            }
+            s.ended = number;
+            s.in_flight = false;
+            match result {
+                Ok(()) => s.succeeded = number,
+                Err(e) => s.error = Some((number, e)),
+            }
+        }
+        self.ended.notify_waiters();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::time::Duration;
+
+    /// A flush that takes `ms` and counts how often it ran and how many ran at once.
+    fn slow(ms: u64) -> (GroupCommit, Arc<AtomicUsize>, Arc<AtomicUsize>) {
+        let runs = Arc::new(AtomicUsize::new(0));
+        let overlap = Arc::new(AtomicUsize::new(0));
+        let active = Arc::new(AtomicUsize::new(0));
+        let (r, o, a) = (runs.clone(), overlap.clone(), active.clone());
+        let gc = GroupCommit::new(move || {
+            let now = a.fetch_add(1, Ordering::SeqCst) + 1;
+            o.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(Duration::from_millis(ms));
+            r.fetch_add(1, Ordering::SeqCst);
+            a.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        });
+        (gc, runs, overlap)
+    }
+
+    #[tokio::test]
+    async fn a_lone_caller_flushes_once() {
+        let (gc, runs, _) = slow(1);
+        gc.flush().await.expect("flush");
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        gc.flush().await.expect("flush");
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        assert_eq!(gc.flushes(), 2);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_callers_share_flushes_and_never_overlap() {
+        let (gc, runs, overlap) = slow(20);
+        let mut tasks = Vec::new();
+        for _ in 0..64 {
+            let gc = gc.clone();
+            tasks.push(tokio::spawn(async move { gc.flush().await }));
+        }
+        for t in tasks {
+            t.await.expect("join").expect("flush");
+        }
+        let n = runs.load(Ordering::SeqCst);
+        // 64 callers: the first starts a flush, all the others share at most one more.
+        assert!((1..=2).contains(&n), "{n} flushes for 64 callers");
+        assert_eq!(
+            overlap.load(Ordering::SeqCst),
+            1,
+            "flushes ran at the same time"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_caller_arriving_during_a_flush_waits_for_the_next_one() {
+        let (gc, runs, _) = slow(50);
+        let first = {
+            let gc = gc.clone();
+            tokio::spawn(async move { gc.flush().await })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        // The first flush is running and may have started before this caller's write.
+        gc.flush().await.expect("flush");
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        first.await.expect("join").expect("flush");
+    }
+
+    #[tokio::test]
+    async fn a_failed_flush_is_reported_and_the_next_one_recovers() {
+        let fail = Arc::new(AtomicUsize::new(1));
+        let f = fail.clone();
+        let gc = GroupCommit::new(move || {
+            if f.fetch_sub(1, Ordering::SeqCst) == 1 {
+                Err("disk full".into())
+            } else {
+                Ok(())
+            }
+        });
+        assert_eq!(gc.flush().await, Err("disk full".to_string()));
+        gc.flush().await.expect("the next flush succeeds");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_dropped_caller_does_not_stall_the_others() {
+        let (gc, runs, _) = slow(30);
+        let abandoned = {
+            let gc = gc.clone();
+            tokio::spawn(async move { gc.flush().await })
+        };
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        abandoned.abort();
+        tokio::time::timeout(Duration::from_secs(5), gc.flush())
+            .await
+            .expect("not stuck")
+            .expect("flush");
+        assert!(runs.load(Ordering::SeqCst) >= 2);
+    }
+}
