@@ -238,6 +238,28 @@ impl EventStore {
         Ok(seq)
     }
 
+    /// The id the next event of `thread` gets.
+    pub fn next_seq(&self, thread: &str) -> Result<u64, ServerError> {
+        Ok(self.hub(thread)?.lock().next_seq)
+    }
+
+    /// Makes the next event of `thread` get an id of at least `next` (ids another server gave
+    /// out for the thread are never given again here). Never lowers it.
+    pub fn advance(&self, thread: &str, next: u64) -> Result<(), ServerError> {
+        let hub = self.hub(thread)?;
+        let mut ring = hub.lock();
+        if next <= ring.next_seq {
+            return Ok(());
+        }
+        ring.next_seq = next;
+        if let Some(t) = &self.trees {
+            t.meta
+                .insert(meta_key(b'n', thread), &next.to_be_bytes())
+                .map_err(storage)?;
+        }
+        Ok(())
+    }
+
     /// The events of `thread` after id `last` (default: only new ones), then the live ones as
     /// they are appended, until `stop` fires; ids the log dropped come as one
     /// [`Replayed::Gap`].

@@ -65,6 +65,8 @@ mod graphs;
 mod pages;
 mod reload;
 mod routes;
+mod run_lease;
+mod run_pickup;
 mod runs;
 mod thread_run;
 mod versions;
@@ -78,12 +80,13 @@ pub use reload::{
     recheck_changed, spawn_watcher, GraphHealth, GraphStatus, DEFAULT_WATCH_INTERVAL,
 };
 pub use routes::router;
+pub use run_lease::LeaseSettings;
 pub use runs::LifecycleError;
 pub use thread_run::{open_run, OpenError, OpenRun, Opening};
 pub use versions::GraphVersion;
 
 use agentgraph_dsl::Registry;
-use agentgraph_runtime::checkpoint::ThreadLocks;
+use agentgraph_runtime::checkpoint::{RunLeases, ThreadLocks};
 use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
 use runs::ActiveRun;
 use std::collections::HashMap;
@@ -143,6 +146,13 @@ pub struct ServerConfig {
     pub thread_locks: Option<Arc<dyn ThreadLocks>>,
     /// An application's own endpoints, merged into the API (default none).
     pub routes: Vec<axum::Router<ServerState>>,
+    /// Runs recorded with a lease this server renews, so that another server sharing the
+    /// storage continues them when this one dies, and this one continues theirs (e.g.
+    /// `PostgresCheckpointer::run_leases`; see `docs/deploy.md`). `None` (the default): a
+    /// run stopped by a crash waits for a resume.
+    pub run_leases: Option<Arc<dyn RunLeases>>,
+    /// Lease length and renewal period of [`ServerConfig::run_leases`].
+    pub lease: LeaseSettings,
 }
 
 impl ServerConfig {
@@ -161,6 +171,8 @@ impl ServerConfig {
             watch: true,
             thread_locks: None,
             routes: Vec::new(),
+            run_leases: None,
+            lease: LeaseSettings::default(),
         }
     }
 
@@ -179,6 +191,13 @@ impl ServerConfig {
     /// The same configuration with shared thread leases (see [`ServerConfig::thread_locks`]).
     pub fn thread_locks(mut self, locks: Arc<dyn ThreadLocks>) -> Self {
         self.thread_locks = Some(locks);
+        self
+    }
+
+    /// The same configuration with run leases (see [`ServerConfig::run_leases`]).
+    pub fn run_leases(mut self, leases: Arc<dyn RunLeases>, settings: LeaseSettings) -> Self {
+        self.run_leases = Some(leases);
+        self.lease = settings;
         self
     }
 
@@ -220,6 +239,8 @@ pub(crate) struct Inner {
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) runs: Mutex<HashMap<String, ActiveRun>>,
     pub(crate) thread_locks: Option<Arc<dyn ThreadLocks>>,
+    pub(crate) run_leases: Option<Arc<dyn RunLeases>>,
+    pub(crate) lease_settings: LeaseSettings,
     pub(crate) tasks: TaskTracker,
     pub(crate) shutdown: CancellationToken,
     pub(crate) max_body_bytes: usize,
@@ -298,6 +319,8 @@ impl ServerState {
                 checkpointer,
                 runs: Mutex::new(HashMap::new()),
                 thread_locks: config.thread_locks.clone(),
+                run_leases: config.run_leases.clone(),
+                lease_settings: config.lease,
                 tasks: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
                 max_body_bytes: config.max_body_bytes,
@@ -380,6 +403,12 @@ pub async fn serve_on(
         .inner
         .watch
         .then(|| spawn_watcher(state.clone(), DEFAULT_WATCH_INTERVAL));
+    // Renews this server's run leases and picks up runs other servers left.
+    let heartbeat = state
+        .inner
+        .run_leases
+        .clone()
+        .map(|leases| tokio::spawn(run_lease::heartbeat(state.clone(), leases)));
     // Send each SSE event at once: without TCP_NODELAY the first event waits for the
     // client's delayed ACK (a ~40 ms floor per run on loopback, see docs/benchmarks.md).
     use axum::serve::ListenerExt;
@@ -397,6 +426,9 @@ pub async fn serve_on(
         })
         .await?;
     let done = state.shutdown().await;
+    if let Some(h) = heartbeat {
+        let _ = h.await;
+    }
     if let Some(w) = watcher {
         // The shutdown token stops it; wait for a poll in progress.
         let _ = w.await;
