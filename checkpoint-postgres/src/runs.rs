@@ -7,7 +7,9 @@
 //! ```
 //!
 //! `status` is `running` or `queued` (both may be picked up once `lease_expires` has passed),
-//! or `done`, `failed`, `cancelled`, `interrupted` (never picked up). Taking an expired run
+//! or `done`, `failed`, `cancelled`, `interrupted` (never picked up). Recording a run deletes
+//! the ended runs of its thread, so the table holds each thread's newest run (which carries the
+//! thread's event ceiling on) and the unfinished ones. Taking an expired run
 //! is one `UPDATE … FROM (SELECT … FOR UPDATE SKIP LOCKED)` statement, so two processes never
 //! take the same run; every call that changes a run has `owner = me AND lease_expires > now()`
 //! in its `WHERE` (fencing). Times are the database's clock, never the processes'.
@@ -99,6 +101,23 @@ impl PostgresRunLeases {
         let sql = format!("DROP TABLE IF EXISTS {}", self.table);
         let client = self.client(None).await?;
         client.batch_execute(&sql).await.map_err(query_error)
+    }
+
+    /// The recorded runs of `thread` with their status, oldest first.
+    pub async fn statuses(&self, thread: &str) -> Result<Vec<(String, String)>, CheckpointError> {
+        let sql = format!(
+            "SELECT run_id, status FROM {} WHERE thread_id = $1 ORDER BY created_at, run_id",
+            self.table
+        );
+        let rows = self.query(&sql, &[&thread]).await?;
+        rows.iter()
+            .map(|r| {
+                Ok((
+                    r.try_get(0).map_err(query_error)?,
+                    r.try_get(1).map_err(query_error)?,
+                ))
+            })
+            .collect()
     }
 
     /// The connection, reopened when closed or found `stale`.
@@ -196,12 +215,15 @@ impl RunLeases for PostgresRunLeases {
             "WITH old AS (UPDATE {t} SET status = 'cancelled', owner = NULL, updated_at = now(), \
                error = 'superseded by run ' || $1::text \
                WHERE thread_id = $2 AND run_id <> $1 AND status IN {OPEN} \
-               RETURNING event_ceiling) \
+               RETURNING event_ceiling), \
+             gone AS (DELETE FROM {t} WHERE thread_id = $2 AND run_id <> $1 \
+               AND status NOT IN {OPEN} RETURNING event_ceiling) \
              INSERT INTO {t} (run_id, thread_id, graph, spec, status, owner, lease_expires, \
                event_ceiling) \
              VALUES ($1, $2, $3, $4, 'running', $5, now() + $6::float8 * interval '1 second', \
                GREATEST($7::bigint, COALESCE((SELECT max(event_ceiling) FROM {t} WHERE thread_id = $2), 0), \
-                 COALESCE((SELECT max(event_ceiling) FROM old), 0))) \
+                 COALESCE((SELECT max(event_ceiling) FROM old), 0), \
+                 COALESCE((SELECT max(event_ceiling) FROM gone), 0))) \
              RETURNING event_ceiling"
         );
         let spec = run.spec.to_string();

@@ -370,6 +370,14 @@ impl EventStore {
     /// the newest `run started` event still in the log (else `null`). Its checkpoint is there: resuming the
     /// thread continues the run. Call it before serving; returns the threads it ended.
     pub fn close_unfinished_runs(&self) -> Result<Vec<String>, ServerError> {
+        self.close_unfinished_runs_because(
+            "the server stopped during the run; resume the thread to continue",
+        )
+    }
+
+    /// [`EventStore::close_unfinished_runs`] with another `reason` in the end events (a server
+    /// with run leases says that the run is continued, here or elsewhere).
+    pub fn close_unfinished_runs_because(&self, reason: &str) -> Result<Vec<String>, ServerError> {
         let Some(t) = &self.trees else {
             return Ok(Vec::new());
         };
@@ -423,7 +431,7 @@ impl EventStore {
                     "data": {
                         "status": "interrupted",
                         "run_id": run_id,
-                        "reason": "the server stopped during the run; resume the thread to continue",
+                        "reason": reason,
                     },
                 }),
             )?;

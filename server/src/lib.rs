@@ -300,12 +300,24 @@ impl ServerState {
             Ok(n) => tracing::debug!("dropped {n} unused graph version(s)"),
             Err(e) => tracing::warn!("cannot prune stored graph versions: {e}"),
         }
-        // Runs a previous process left mid-way (killed, crashed) get their end event.
-        for thread in events.close_unfinished_runs()? {
+        // Runs a previous process left mid-way (killed, crashed) get their end event; with
+        // run leases, a server (this one too) picks them up once their lease expires.
+        let closed = match config.run_leases {
+            Some(_) => events.close_unfinished_runs_because(
+                "the server stopped during the run; a server sharing the database continues it \
+                 once its lease expires",
+            )?,
+            None => events.close_unfinished_runs()?,
+        };
+        let next = match config.run_leases {
+            Some(_) => "a server picks it up once its lease expires",
+            None => "POST /threads/{id}/resume continues it",
+        };
+        for thread in closed {
             tracing::warn!(
                 thread = %thread,
                 "the server stopped during a run on this thread; logged it as interrupted \
-                 (POST /threads/{thread}/resume continues it)"
+                 ({next})"
             );
         }
         Ok(ServerState {

@@ -78,7 +78,7 @@ async fn an_expired_run_goes_to_exactly_one_contender() {
         assert!(!owner.reserve_events(&run, 99).await.unwrap());
         assert!(!owner.finish(&run, RunOutcome::Done, None).await.unwrap());
         assert_eq!(
-            owner.renew(&[run.clone()], LONG).await.unwrap(),
+            owner.renew(std::slice::from_ref(&run), LONG).await.unwrap(),
             Vec::<String>::new()
         );
         // Taken and leased: nobody else gets it.
@@ -171,7 +171,23 @@ async fn event_ceilings_rise_across_runs_and_owners() {
     // unfinished first run is superseded.
     assert_eq!(b.record(&record("r2", "t"), LONG, 3).await.unwrap(), 300);
     assert!(!a.holds("r1").await.unwrap());
+    let superseded = b.statuses("t").await.unwrap();
+    assert_eq!(
+        superseded,
+        [
+            ("r1".to_string(), "cancelled".to_string()),
+            ("r2".to_string(), "running".to_string())
+        ]
+    );
     assert_eq!(b.record(&record("r3", "u"), LONG, 0).await.unwrap(), 0);
+    // Ended runs are deleted when the thread's next run is recorded; the ceiling carries on.
+    assert!(b.reserve_events("r2", 600).await.unwrap());
+    assert!(b.finish("r2", RunOutcome::Done, None).await.unwrap());
+    assert_eq!(a.record(&record("r4", "t"), LONG, 0).await.unwrap(), 600);
+    assert!(a.finish("r4", RunOutcome::Done, None).await.unwrap());
+    assert_eq!(a.record(&record("r5", "t"), LONG, 0).await.unwrap(), 600);
+    let left = a.statuses("t").await.unwrap();
+    assert_eq!(left, [("r5".to_string(), "running".to_string())]);
     a.drop_table().await.unwrap();
     common::drop_schema(&url, &schema).await;
 }

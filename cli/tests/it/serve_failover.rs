@@ -1,7 +1,8 @@
 //! Failover between two `agentgraph serve` processes on one PostgreSQL database: server A is
 //! killed (SIGKILL) in the middle of a multi-step run, and server B picks the run up once A's
 //! lease expired and finishes it from A's last checkpoint, with event ids above those A gave
-//! out. Needs `AGENTGRAPH_TEST_POSTGRES_URL`; skips otherwise (fails under `CI=true`). Each
+//! out; a server stopped by SIGTERM hands its run over at once; a server whose lease was taken
+//! stops writing. Needs `AGENTGRAPH_TEST_POSTGRES_URL`; skips otherwise (fails under `CI=true`). Each
 //! run uses its own schema (`--postgres-schema`), dropped at the end.
 
 use serde_json::{json, Value};
@@ -162,9 +163,13 @@ async fn wait_up(http: &reqwest::Client, s: &Server) {
 }
 
 async fn start_run(http: &reqwest::Client, s: &Server, thread: &str) -> String {
+    start_run_with(http, s, thread, json!({})).await
+}
+
+async fn start_run_with(http: &reqwest::Client, s: &Server, thread: &str, input: Value) -> String {
     let r = http
         .post(format!("{}/threads/{thread}/runs", s.base))
-        .json(&json!({ "graph": "slow_steps", "stream_modes": ["updates"] }))
+        .json(&json!({ "graph": "slow_steps", "stream_modes": ["updates"], "input": input }))
         .send()
         .await
         .expect("post run");
@@ -278,5 +283,107 @@ async fn a_killed_servers_run_is_finished_by_another() {
     assert!(on_b.len() >= 8 - on_a.len(), "A {on_a:?}, B {on_b:?}");
 
     drop(b);
+    drop_schema(&url, &schema).await;
+}
+
+/// Waits until the `step` node of the run on `thread` reported `count` (replaying from the
+/// start); returns the last event id read.
+async fn wait_count(http: &reqwest::Client, s: &Server, thread: &str, count: i64) -> u64 {
+    let seen = read_events(http, s, thread, 0, |(_, v)| {
+        v["mode"] == "updates" && v["data"]["step"]["count"].as_i64() >= Some(count)
+    })
+    .await;
+    seen.last().expect("events").0
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_hands_the_run_over_at_once() {
+    let Some(url) = agentgraph_test_support::require_postgres() else {
+        return;
+    };
+    let schema = fresh_schema();
+    let graphs = tempfile::tempdir().expect("temp dir");
+    std::fs::write(graphs.path().join("slow_steps.ag"), GRAPH).expect("graph file");
+    let (mut a, b) = (
+        start(&url, &schema, graphs.path()),
+        start(&url, &schema, graphs.path()),
+    );
+    let http = reqwest::Client::new();
+    wait_up(&http, &a).await;
+    wait_up(&http, &b).await;
+    let thread = format!("handover-{}", std::process::id());
+    let run_id = start_run(&http, &a, &thread).await;
+    let last_a = wait_count(&http, &a, &thread, 2).await;
+
+    let pid = libc::pid_t::try_from(a.child.id()).expect("pid fits");
+    // SAFETY: kill(2) on our own child's pid has no memory-safety preconditions.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    let status = a.child.wait().expect("exit");
+    assert!(status.success(), "{status:?}");
+
+    let after = read_events(&http, &b, &thread, last_a, |(_, v)| is_end(v)).await;
+    let (_, end) = after.last().expect("end");
+    assert_eq!(
+        (&end["data"]["status"], &end["data"]["run_id"]),
+        (&json!("done"), &json!(run_id)),
+        "{after:?}"
+    );
+    assert!(after.iter().all(|(id, _)| *id > last_a), "{after:?}");
+    let trace: Vec<String> = (1..=8).map(|i| format!("step {i}")).collect();
+    assert_eq!(
+        values(&http, &b, &thread).await,
+        json!({ "count": 8, "limit": 8, "trace": trace })
+    );
+    drop(b);
+    drop_schema(&url, &schema).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_whose_lease_was_taken_stops_writing() {
+    let Some(url) = agentgraph_test_support::require_postgres() else {
+        return;
+    };
+    let schema = fresh_schema();
+    let graphs = tempfile::tempdir().expect("temp dir");
+    std::fs::write(graphs.path().join("slow_steps.ag"), GRAPH).expect("graph file");
+    let a = start(&url, &schema, graphs.path());
+    let http = reqwest::Client::new();
+    wait_up(&http, &a).await;
+    let thread = format!("fenced-{}", std::process::id());
+    let run_id = start_run_with(&http, &a, &thread, json!({ "limit": 200 })).await;
+    let last = wait_count(&http, &a, &thread, 2).await;
+
+    // Another owner takes the run in the database (as a server would after an expiry).
+    let (client, conn) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+        .await
+        .expect("connect");
+    let task = tokio::spawn(conn);
+    let sql = format!(
+        "UPDATE \"{schema}\".agentgraph_runs SET owner = 'thief', \
+         lease_expires = now() + interval '1 hour' WHERE run_id = $1"
+    );
+    assert_eq!(client.execute(&sql, &[&run_id]).await.expect("steal"), 1);
+
+    let rest = read_events(&http, &a, &thread, last, |(_, v)| is_end(v)).await;
+    let (_, end) = rest.last().expect("end");
+    assert_eq!(end["data"]["status"], "interrupted", "{rest:?}");
+    assert!(
+        end["data"]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("lost the run's lease")),
+        "{end}"
+    );
+    // No step is written after that: the state stays where it stopped, far from the end.
+    let stopped = values(&http, &a, &thread).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(values(&http, &a, &thread).await, stopped);
+    assert!(stopped["count"].as_i64() < Some(200), "{stopped}");
+    let owner = format!("SELECT owner, status FROM \"{schema}\".agentgraph_runs WHERE run_id = $1");
+    let row = client.query_one(&owner, &[&run_id]).await.expect("row");
+    let (who, status): (String, String) = (row.get(0), row.get(1));
+    assert_eq!((who.as_str(), status.as_str()), ("thief", "running"));
+    drop(client);
+    let _ = task.await;
+    drop(a);
     drop_schema(&url, &schema).await;
 }
