@@ -7,7 +7,7 @@
 use crate::run_lease::{Fence, RunSpec};
 use crate::runs::{self, Launch};
 use crate::{ServerState, Versioned};
-use agentgraph_runtime::checkpoint::{ClaimedRun, RunLeases, RunOutcome, ThreadLease};
+use agentgraph_runtime::checkpoint::{ClaimedRun, RunLeases, RunOutcome, Source, ThreadLease};
 use agentgraph_runtime::Input;
 use serde_json::{json, Map, Value};
 use std::sync::Arc;
@@ -112,7 +112,8 @@ async fn prepare(
             let _ = leases.finish(run_id, RunOutcome::Interrupted, None).await;
             return Ok(None);
         }
-        Some(s) if s.next.is_empty() => {
+        // An input checkpoint lists no next nodes yet: continuing applies its input.
+        Some(s) if s.next.is_empty() && s.source != Source::Input => {
             let _ = leases.finish(run_id, RunOutcome::Done, None).await;
             return Ok(None);
         }
