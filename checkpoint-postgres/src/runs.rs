@@ -321,12 +321,15 @@ impl RunLeases for PostgresRunLeases {
         max_attempts: u32,
     ) -> Result<Option<ClaimedRun>, CheckpointError> {
         let t = &self.table;
+        // A handed-back run (`queued`) did not crash its server: it is not counted.
+        let give_up = "(r.status = 'running' AND r.attempts >= $3)";
         let sql = format!(
-            "UPDATE {t} r SET owner = CASE WHEN r.attempts >= $3 THEN NULL ELSE $1 END, \
-               status = CASE WHEN r.attempts >= $3 THEN 'failed' ELSE 'running' END, \
-               error = CASE WHEN r.attempts >= $3 \
-                 THEN 'given up: taken over ' || r.attempts || ' times' ELSE r.error END, \
-               attempts = CASE WHEN r.attempts >= $3 THEN r.attempts ELSE r.attempts + 1 END, \
+            "UPDATE {t} r SET owner = CASE WHEN {give_up} THEN NULL ELSE $1 END, \
+               status = CASE WHEN {give_up} THEN 'failed' ELSE 'running' END, \
+               error = CASE WHEN {give_up} \
+                 THEN 'given up: its server died ' || r.attempts || ' times' ELSE r.error END, \
+               attempts = CASE WHEN {give_up} OR r.status = 'queued' THEN r.attempts \
+                 ELSE r.attempts + 1 END, \
                lease_expires = now() + $2::float8 * interval '1 second', updated_at = now() \
              FROM (SELECT run_id, owner FROM {t} WHERE status IN {OPEN} \
                    AND lease_expires < now() ORDER BY lease_expires LIMIT 1 \

@@ -32,7 +32,11 @@
 //!   flight end `cancelled`. A run the previous server process did not end (killed, crashed,
 //!   or past the shutdown grace) gets `data: {status: "interrupted", run_id, reason}` when the
 //!   server starts again on the same storage (`reason`, and no `interrupts`, tell it apart
-//!   from an interrupt); resume the thread to continue from its last checkpoint. When the
+//!   from an interrupt); resume the thread to continue from its last checkpoint. With
+//!   [`ServerConfig::run_leases`] such a run is picked up by a server sharing the storage
+//!   once its lease expires (its `started` event there has `resumed: true, attempt`), a run
+//!   cancelled by a shutdown is handed over (`requeued: true` in its `cancelled` end), and a
+//!   run whose lease another server took ends `interrupted` with a `reason`. When the
 //!   bounded log no longer holds some of the asked-for events, an `event: gap` with
 //!   `data: {from, to}` (and no id) says which.
 //! - `POST /threads/{id}/resume` `{value?, values_by_id?, graph?, stream_modes?}` → 202 (as

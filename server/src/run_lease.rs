@@ -31,8 +31,9 @@ pub struct LeaseSettings {
     /// How often the leases are renewed and expired runs looked for (default 10 s); must be
     /// well below `lease`.
     pub renew_every: Duration,
-    /// How many servers may own one run before it is marked failed (default 3): a run that
-    /// kills every server running it stops going round.
+    /// How many servers may own one run in turn, each losing it to a crash, before it is
+    /// marked failed (default 3; hand-overs at shutdown do not count): a run that kills every
+    /// server running it stops going round.
     pub max_attempts: u32,
 }
 

@@ -54,7 +54,7 @@ pub(crate) async fn pick_up(state: &ServerState, leases: &Arc<dyn RunLeases>) {
 
 /// Why a claimed run was not started, and what becomes of it.
 enum Refusal {
-    /// Another server may do better later (the thread is busy, storage failed).
+    /// Worth another try after the lease (the thread is busy, storage failed).
     Later(String),
     /// It can never run (no such graph, an unreadable record).
     Never(String),
@@ -72,10 +72,10 @@ async fn take_over(
             .map(|_| ())
             .map_err(|e| e.to_string()),
         Ok(None) => Ok(()),
-        Err(Refusal::Later(why)) => {
-            let _ = leases.hand_back(&run_id).await;
-            Err(why)
-        }
+        // The claim stays this server's until it expires: the run is tried again after a
+        // lease (a third refusal marks it failed), and a server still running it elsewhere
+        // is fenced off meanwhile.
+        Err(Refusal::Later(why)) => Err(why),
         Err(Refusal::Never(why)) => {
             let _ = leases.finish(&run_id, RunOutcome::Failed, Some(&why)).await;
             Err(why)

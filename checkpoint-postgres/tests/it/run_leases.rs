@@ -124,6 +124,7 @@ async fn ended_runs_stay_put_and_handed_back_runs_are_taken_at_once() {
         .unwrap()
         .expect("handed back");
     assert_eq!(claim.previous_owner, None);
+    assert_eq!(claim.attempts, 1, "a hand-over is no failure");
     assert!(b.holds("moving").await.unwrap());
     assert!(!a.holds("moving").await.unwrap());
     a.drop_table().await.unwrap();

@@ -40,14 +40,15 @@ pub struct RunRecord {
 pub struct ClaimedRun {
     /// The run as recorded.
     pub record: RunRecord,
-    /// How many processes have owned it, this one included.
+    /// How many processes have owned it, this one included, not counting hand-overs
+    /// ([`RunLeases::hand_back`]).
     pub attempts: u32,
     /// The process whose lease expired (`None` for a run handed back).
     pub previous_owner: Option<String>,
     /// The highest event id any process reserved for the thread.
     pub event_ceiling: u64,
-    /// `true` when the run was owned `max_attempts` times already: it is marked failed
-    /// instead of being taken (a run that kills every process running it must stop).
+    /// `true` when the run's lease expired with `max_attempts` owners already: it is marked
+    /// failed instead of being taken (a run that kills every process running it must stop).
     pub gave_up: bool,
 }
 
@@ -119,9 +120,9 @@ pub trait RunLeases: Send + Sync {
     async fn hand_back(&self, run_id: &str) -> Result<bool, CheckpointError>;
 
     /// Atomically takes one unfinished run whose lease expired (never one that another
-    /// process takes at the same time), leased to this process for `lease`. A run owned
-    /// `max_attempts` times already is marked failed and returned with
-    /// [`ClaimedRun::gave_up`]. `None` when no run waits.
+    /// process takes at the same time), leased to this process for `lease`. A run whose lease
+    /// expired with `max_attempts` owners already (hand-overs not counted) is marked failed
+    /// and returned with [`ClaimedRun::gave_up`]. `None` when no run waits.
     async fn claim_expired(
         &self,
         lease: Duration,
