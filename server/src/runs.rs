@@ -1,7 +1,8 @@
 //! The run lifecycle: one active run per thread (this process's bookkeeping plus, when
-//! configured, the shared thread lease), the run's events streamed to the thread's event log
-//! between a `run started` and a run-end event, the graph version pinned while the thread may
-//! be resumed, cancellation here or on another server.
+//! configured, the shared thread lease), the run recorded with its run lease when configured,
+//! the run's events streamed to the thread's event log between a `run started` and a run-end
+//! event, its end recorded (or the run handed over at shutdown), the graph version pinned while
+//! the thread may be resumed, cancellation here or on another server.
 
 use crate::events::EventStore;
 use crate::run_lease::{Fence, FencedCheckpointer, RunSpec};
