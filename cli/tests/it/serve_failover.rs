@@ -265,6 +265,8 @@ async fn a_killed_servers_run_is_finished_by_another() {
         .expect("a started event on B");
     assert_eq!(started.1["data"]["run_id"], json!(run_id));
     assert_eq!(started.1["data"]["resumed"], true);
+    // Its second owner: A's lease expired.
+    assert_eq!(started.1["data"]["attempt"], 2);
     assert!(
         after.iter().all(|(id, _)| *id > last_a),
         "ids on B must be above A's last ({last_a}): {after:?}"
@@ -329,6 +331,13 @@ async fn sigterm_hands_the_run_over_at_once() {
         "{after:?}"
     );
     assert!(after.iter().all(|(id, _)| *id > last_a), "{after:?}");
+    // Handed over, not taken after an expiry: the hand-over does not count as a failure.
+    let started = after
+        .iter()
+        .find(|(_, v)| v["mode"] == "run" && v["data"]["status"] == "started")
+        .expect("a started event on B");
+    assert_eq!(started.1["data"]["resumed"], true);
+    assert_eq!(started.1["data"]["attempt"], 1, "{after:?}");
     let trace: Vec<String> = (1..=8).map(|i| format!("step {i}")).collect();
     assert_eq!(
         values(&http, &b, &thread).await,
