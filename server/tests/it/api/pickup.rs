@@ -1,7 +1,7 @@
 //! Runs picked up from run leases (a stand-in for the database: it hands out the runs it is
 //! given and records how they end): a run that wrote no checkpoint starts from its recorded
-//! input, above the recorded event ids; a run whose checkpoint shows it waiting for a human is
-//! only marked, never run again.
+//! input, on the recorded graph version, above the recorded event ids; a run whose checkpoint
+//! shows it waiting for a human is only marked, never run again.
 
 use super::*;
 use agentgraph_runtime::checkpoint::{
@@ -186,4 +186,36 @@ async fn a_run_waiting_for_a_human_is_marked_not_run_again() {
 
 fn is_run_end(v: &Value) -> bool {
     v["mode"] == "run" && v["data"]["status"] != "started"
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_picked_up_run_keeps_the_graph_version_it_was_recorded_with() {
+    // The recorded version counts to 2 by default; the file on disk counts to 3.
+    let root = graphs_dir()
+        .join("counter.ag")
+        .canonicalize()
+        .expect("path");
+    let on_disk = std::fs::read_to_string(&root).expect("graph file");
+    let older = on_disk.replace("limit: int = 3", "limit: int = 2");
+    assert_ne!(older, on_disk);
+    let version = agentgraph_server::GraphVersion::new(
+        root.clone(),
+        [(root.clone(), older)].into_iter().collect(),
+    );
+    let leases = Arc::new(Handed::default());
+    leases.offer(
+        "picked-3",
+        "pk3",
+        json!({ "graph": "counter", "version": version, "input": { "values": {} },
+            "modes": ["updates"], "recursion_limit": null, "configurable": {} }),
+        0,
+    );
+    let s = with_leases(leases.clone()).await;
+    let events = s.events_until("pk3", Some(0), is_run_end).await;
+    assert_eq!(events[0].1["data"]["graph_version"], json!(version.id));
+    assert_eq!(events.last().expect("end").1["data"]["status"], "done");
+    assert_eq!(leases.ends_of("picked-3", 1).await, [RunOutcome::Done]);
+    let (_, state) = s.get("/threads/pk3/state?graph=counter").await;
+    assert_eq!(state["values"]["count"], 2, "{state}");
+    s.stop().await;
 }
