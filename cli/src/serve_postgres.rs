@@ -51,7 +51,12 @@ fn duration(s: &str) -> Result<Duration, String> {
 
 /// A name for this server in the run table: the host, the process and a random part.
 fn server_name() -> String {
-    let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "host".to_string());
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "host".to_string());
     let id = uuid::Uuid::new_v4().simple().to_string();
     format!("{host}/{}/{}", std::process::id(), &id[..8])
 }
