@@ -26,10 +26,12 @@
 //! Connections are plain TCP or Unix sockets (no TLS yet).
 //!
 //! [`PostgresCheckpointer::thread_locks`] gives the processes a shared "one active run per
-//! thread" rule ([`PostgresThreadLocks`], on advisory locks).
+//! thread" rule ([`PostgresThreadLocks`], on advisory locks), and
+//! [`PostgresCheckpointer::run_leases`] records runs so that another process continues those
+//! of a process that died ([`PostgresRunLeases`]).
 //!
 //! The crate's parts: [`PostgresStore`] (the table, connection and queries), [`PostgresOptions`],
-//! [`PostgresError`], and [`PostgresThreadLocks`].
+//! [`PostgresError`], [`PostgresThreadLocks`] and [`PostgresRunLeases`].
 
 use agentgraph_runtime::checkpoint::{
     ChannelEntry, Checkpoint, CheckpointError, CheckpointTuple, Checkpointer, KvCheckpointer,
@@ -42,12 +44,14 @@ use serde_json::Value;
 mod batch;
 mod error;
 mod options;
+mod runs;
 mod store;
 mod thread_locks;
 
 pub use error::PostgresError;
 use error::{connection_lost, describe};
 pub use options::PostgresOptions;
+pub use runs::PostgresRunLeases;
 pub use store::PostgresStore;
 pub use thread_locks::PostgresThreadLocks;
 
@@ -82,6 +86,18 @@ impl PostgresCheckpointer {
     pub async fn thread_locks(&self) -> Result<PostgresThreadLocks, PostgresError> {
         let store = self.inner.store();
         PostgresThreadLocks::open(store.config.clone(), store.table.clone()).await
+    }
+
+    /// Run leases (table `{prefix}runs` next to the checkpoints, created if missing; one
+    /// extra connection) under the name `owner`: give them to a server so that its runs are
+    /// picked up by another one when it dies ([`PostgresRunLeases`]).
+    pub async fn run_leases(&self, owner: &str) -> Result<PostgresRunLeases, PostgresError> {
+        let store = self.inner.store();
+        let table = match store.table.strip_suffix("checkpoints\"") {
+            Some(head) => format!("{head}runs\""),
+            None => format!("{}_runs", store.table),
+        };
+        PostgresRunLeases::open(store.config.clone(), table, owner.to_string()).await
     }
 }
 

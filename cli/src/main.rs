@@ -17,6 +17,7 @@ mod n8n_cmd;
 mod new_cmd;
 mod run;
 mod serve_n8n;
+mod serve_postgres;
 mod settings;
 mod threads_cmd;
 mod validate;
@@ -209,10 +210,8 @@ enum Cmd {
         /// The address to listen on.
         #[arg(long, default_value = "127.0.0.1:8080", value_parser = socket_addr)]
         addr: std::net::SocketAddr,
-        /// Keep checkpoints in PostgreSQL (`postgres://user:pass@host/db`) instead of the sled
-        /// folder, so several servers share threads; events stay under `--db`.
-        #[arg(long, value_name = "URL")]
-        postgres: Option<String>,
+        #[command(flatten)]
+        postgres: serve_postgres::PostgresOpts,
         /// Offer `POST /threads/{id}/n8n/deploy`, `POST /threads/{id}/n8n/activate` and `GET
         /// /threads/{id}/n8n` for the n8n instance at $N8N_API_URL (key $N8N_API_KEY).
         #[arg(long)]
@@ -435,7 +434,7 @@ async fn serve(
     ctx: &graph::Ctx,
     graphs: PathBuf,
     addr: std::net::SocketAddr,
-    postgres: Option<String>,
+    postgres: serve_postgres::PostgresOpts,
     n8n: Option<Option<String>>,
 ) -> u8 {
     // The builder's chat page at `/`.
@@ -455,24 +454,10 @@ async fn serve(
             Err(e) => return graph::fail(e, exit::USAGE),
         }
     }
-    if let Some(url) = postgres {
-        match agentgraph_postgres::PostgresCheckpointer::connect(&url).await {
-            Ok(cp) => {
-                // One active run per thread across every server on this database.
-                let locks = match cp.thread_locks().await {
-                    Ok(l) => l,
-                    Err(e) => return graph::fail(e, exit::USAGE),
-                };
-                config = config
-                    .storage(agentgraph_server::Storage::Checkpointer {
-                        checkpointer: std::sync::Arc::new(cp),
-                        events_dir: Some(ctx.db.join("server-events")),
-                    })
-                    .thread_locks(std::sync::Arc::new(locks));
-            }
-            Err(e) => return graph::fail(e, exit::USAGE),
-        }
-    }
+    config = match serve_postgres::configure(&postgres, config, &ctx.db).await {
+        Ok(c) => c,
+        Err(e) => return graph::fail(e, exit::USAGE),
+    };
     let state = match agentgraph_server::ServerState::new(&config) {
         Ok(state) => state,
         Err(e) => return graph::fail(e, exit::FAILED),

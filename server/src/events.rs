@@ -291,6 +291,28 @@ impl EventStore {
         Ok(seq)
     }
 
+    /// The id the next event of `thread` gets.
+    pub fn next_seq(&self, thread: &str) -> Result<u64, ServerError> {
+        Ok(self.hub(thread)?.lock().next_seq)
+    }
+
+    /// Makes the next event of `thread` get an id of at least `next` (ids another server gave
+    /// out for the thread are never given again here). Never lowers it.
+    pub fn advance(&self, thread: &str, next: u64) -> Result<(), ServerError> {
+        let hub = self.hub(thread)?;
+        let mut ring = hub.lock();
+        if next <= ring.next_seq {
+            return Ok(());
+        }
+        ring.next_seq = next;
+        if let Some(t) = &self.trees {
+            t.meta
+                .insert(meta_key(b'n', thread), &next.to_be_bytes())
+                .map_err(storage)?;
+        }
+        Ok(())
+    }
+
     /// The events of `thread` after id `last` (default: only new ones), then the live ones as
     /// they are appended, until `stop` fires; ids the log dropped come as one
     /// [`Replayed::Gap`].
@@ -401,6 +423,14 @@ impl EventStore {
     /// the newest `run started` event still in the log (else `null`). Its checkpoint is there: resuming the
     /// thread continues the run. Call it before serving; returns the threads it ended.
     pub fn close_unfinished_runs(&self) -> Result<Vec<String>, ServerError> {
+        self.close_unfinished_runs_because(
+            "the server stopped during the run; resume the thread to continue",
+        )
+    }
+
+    /// [`EventStore::close_unfinished_runs`] with another `reason` in the end events (a server
+    /// with run leases says that the run is continued, here or elsewhere).
+    pub fn close_unfinished_runs_because(&self, reason: &str) -> Result<Vec<String>, ServerError> {
         let Some(t) = &self.trees else {
             return Ok(Vec::new());
         };
@@ -454,7 +484,7 @@ impl EventStore {
                     "data": {
                         "status": "interrupted",
                         "run_id": run_id,
-                        "reason": "the server stopped during the run; resume the thread to continue",
+                        "reason": reason,
                     },
                 }),
             )?;

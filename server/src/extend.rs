@@ -87,6 +87,7 @@ impl ServerState {
             ActiveRun {
                 run_id: id.clone(),
                 cancel: Default::default(),
+                fence: None,
             },
         );
         Ok(ThreadHold {

@@ -414,6 +414,22 @@ impl GraphCache {
         }
     }
 
+    /// Compiles `version` from its stored files (nothing read from disk), off the async
+    /// runtime.
+    pub(crate) async fn compile_version(
+        &self,
+        version: GraphVersion,
+    ) -> Result<CompiledGraph, GraphLoadError> {
+        let (reg, cp, id) = (
+            self.registry.clone(),
+            self.checkpointer.clone(),
+            version.id.clone(),
+        );
+        tokio::task::spawn_blocking(move || version.compile(&reg, &cp))
+            .await
+            .map_err(|e| GraphLoadError::Io(format!("compiling version {id}: {e}")))?
+    }
+
     /// The files compiled so far.
     pub fn paths(&self) -> Vec<PathBuf> {
         self.graphs

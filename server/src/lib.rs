@@ -32,7 +32,11 @@
 //!   flight end `cancelled`. A run the previous server process did not end (killed, crashed,
 //!   or past the shutdown grace) gets `data: {status: "interrupted", run_id, reason}` when the
 //!   server starts again on the same storage (`reason`, and no `interrupts`, tell it apart
-//!   from an interrupt); resume the thread to continue from its last checkpoint. When the
+//!   from an interrupt); resume the thread to continue from its last checkpoint. With
+//!   [`ServerConfig::run_leases`] such a run is picked up by a server sharing the storage
+//!   once its lease expires (its `started` event there has `resumed: true, attempt`), a run
+//!   cancelled by a shutdown is handed over (`requeued: true` in its `cancelled` end), and a
+//!   run whose lease another server took ends `interrupted` with a `reason`. When the
 //!   bounded log no longer holds some of the asked-for events, an `event: gap` with
 //!   `data: {from, to}` (and no id) says which.
 //! - `POST /threads/{id}/resume` `{value?, values_by_id?, graph?, stream_modes?}` → 202 (as
@@ -65,6 +69,8 @@ mod graphs;
 mod pages;
 mod reload;
 mod routes;
+mod run_lease;
+mod run_pickup;
 mod runs;
 mod thread_run;
 mod versions;
@@ -78,12 +84,13 @@ pub use reload::{
     recheck_changed, spawn_watcher, GraphHealth, GraphStatus, DEFAULT_WATCH_INTERVAL,
 };
 pub use routes::router;
+pub use run_lease::LeaseSettings;
 pub use runs::LifecycleError;
 pub use thread_run::{open_run, OpenError, OpenRun, Opening};
 pub use versions::GraphVersion;
 
 use agentgraph_dsl::Registry;
-use agentgraph_runtime::checkpoint::ThreadLocks;
+use agentgraph_runtime::checkpoint::{RunLeases, ThreadLocks};
 use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
 use runs::ActiveRun;
 use std::collections::HashMap;
@@ -143,6 +150,13 @@ pub struct ServerConfig {
     pub thread_locks: Option<Arc<dyn ThreadLocks>>,
     /// An application's own endpoints, merged into the API (default none).
     pub routes: Vec<axum::Router<ServerState>>,
+    /// Runs recorded with a lease this server renews, so that another server sharing the
+    /// storage continues them when this one dies, and this one continues theirs (e.g.
+    /// `PostgresCheckpointer::run_leases`; see `docs/deploy.md`). `None` (the default): a
+    /// run stopped by a crash waits for a resume.
+    pub run_leases: Option<Arc<dyn RunLeases>>,
+    /// Lease length and renewal period of [`ServerConfig::run_leases`].
+    pub lease: LeaseSettings,
 }
 
 impl ServerConfig {
@@ -161,6 +175,8 @@ impl ServerConfig {
             watch: true,
             thread_locks: None,
             routes: Vec::new(),
+            run_leases: None,
+            lease: LeaseSettings::default(),
         }
     }
 
@@ -179,6 +195,13 @@ impl ServerConfig {
     /// The same configuration with shared thread leases (see [`ServerConfig::thread_locks`]).
     pub fn thread_locks(mut self, locks: Arc<dyn ThreadLocks>) -> Self {
         self.thread_locks = Some(locks);
+        self
+    }
+
+    /// The same configuration with run leases (see [`ServerConfig::run_leases`]).
+    pub fn run_leases(mut self, leases: Arc<dyn RunLeases>, settings: LeaseSettings) -> Self {
+        self.run_leases = Some(leases);
+        self.lease = settings;
         self
     }
 
@@ -220,6 +243,8 @@ pub(crate) struct Inner {
     pub(crate) checkpointer: Arc<dyn Checkpointer>,
     pub(crate) runs: Mutex<HashMap<String, ActiveRun>>,
     pub(crate) thread_locks: Option<Arc<dyn ThreadLocks>>,
+    pub(crate) run_leases: Option<Arc<dyn RunLeases>>,
+    pub(crate) lease_settings: LeaseSettings,
     pub(crate) tasks: TaskTracker,
     pub(crate) shutdown: CancellationToken,
     pub(crate) max_body_bytes: usize,
@@ -279,12 +304,24 @@ impl ServerState {
             Ok(n) => tracing::debug!("dropped {n} unused graph version(s)"),
             Err(e) => tracing::warn!("cannot prune stored graph versions: {e}"),
         }
-        // Runs a previous process left mid-way (killed, crashed) get their end event.
-        for thread in events.close_unfinished_runs()? {
+        // Runs a previous process left mid-way (killed, crashed) get their end event; with
+        // run leases, a server (this one too) picks them up once their lease expires.
+        let closed = match config.run_leases {
+            Some(_) => events.close_unfinished_runs_because(
+                "the server stopped during the run; a server sharing the database continues it \
+                 once its lease expires",
+            )?,
+            None => events.close_unfinished_runs()?,
+        };
+        let next = match config.run_leases {
+            Some(_) => "a server picks it up once its lease expires",
+            None => "POST /threads/{id}/resume continues it",
+        };
+        for thread in closed {
             tracing::warn!(
                 thread = %thread,
                 "the server stopped during a run on this thread; logged it as interrupted \
-                 (POST /threads/{thread}/resume continues it)"
+                 ({next})"
             );
         }
         Ok(ServerState {
@@ -298,6 +335,8 @@ impl ServerState {
                 checkpointer,
                 runs: Mutex::new(HashMap::new()),
                 thread_locks: config.thread_locks.clone(),
+                run_leases: config.run_leases.clone(),
+                lease_settings: config.lease,
                 tasks: TaskTracker::new(),
                 shutdown: CancellationToken::new(),
                 max_body_bytes: config.max_body_bytes,
@@ -380,6 +419,12 @@ pub async fn serve_on(
         .inner
         .watch
         .then(|| spawn_watcher(state.clone(), DEFAULT_WATCH_INTERVAL));
+    // Renews this server's run leases and picks up runs other servers left.
+    let heartbeat = state
+        .inner
+        .run_leases
+        .clone()
+        .map(|leases| tokio::spawn(run_lease::heartbeat(state.clone(), leases)));
     // Send each SSE event at once: without TCP_NODELAY the first event waits for the
     // client's delayed ACK (a ~40 ms floor per run on loopback, see docs/benchmarks.md).
     use axum::serve::ListenerExt;
@@ -397,6 +442,9 @@ pub async fn serve_on(
         })
         .await?;
     let done = state.shutdown().await;
+    if let Some(h) = heartbeat {
+        let _ = h.await;
+    }
     if let Some(w) = watcher {
         // The shutdown token stops it; wait for a poll in progress.
         let _ = w.await;

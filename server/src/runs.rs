@@ -1,16 +1,18 @@
 //! The run lifecycle: one active run per thread (this process's bookkeeping plus, when
-//! configured, the shared thread lease), the run's events streamed to the thread's event log
-//! between a `run started` and a run-end event, the graph version pinned while the thread may
-//! be resumed, cancellation here or on another server.
+//! configured, the shared thread lease), the run recorded with its run lease when configured,
+//! the run's events streamed to the thread's event log between a `run started` and a run-end
+//! event, its end recorded (or the run handed over at shutdown), the graph version pinned while
+//! the thread may be resumed, cancellation here or on another server.
 
 use crate::events::EventStore;
+use crate::run_lease::{Fence, FencedCheckpointer, RunSpec};
 use crate::thread_run::OpenRun;
 use crate::{ServerState, Versioned};
-use agentgraph_runtime::checkpoint::ThreadLease;
-use agentgraph_runtime::{
-    CompiledGraph, Input, RunConfig, RunError, RunErrorKind, RunOutput, RunStatus,
-};
-use serde_json::{json, Value};
+use agentgraph_runtime::checkpoint::{RunOutcome, RunRecord, ThreadLease};
+use agentgraph_runtime::{Input, RunConfig, RunError, RunErrorKind, RunOutput, RunStatus};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// A run in flight on a thread.
@@ -18,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct ActiveRun {
     pub(crate) run_id: String,
     pub(crate) cancel: CancellationToken,
+    /// Its run lease, when the server has run leases.
+    pub(crate) fence: Option<Arc<Fence>>,
 }
 
 /// Why a run could not start, or a cancel could not be delivered.
@@ -73,8 +77,9 @@ pub(crate) fn ensure_idle(state: &ServerState, thread: &str) -> Result<(), Lifec
     }
 }
 
-/// Takes the thread's shared lease when the server has thread locks, registers the run (one
-/// per thread), pins the graph version to the thread and spawns the run.
+/// Takes the thread's shared lease when the server has thread locks, records the run when it
+/// has run leases, registers the run (one per thread), pins the graph version to the thread
+/// and spawns the run.
 pub(crate) async fn start(
     state: &ServerState,
     thread: &str,
@@ -106,47 +111,133 @@ pub(crate) async fn start(
         .get_or_insert_with(|| uuid::Uuid::new_v4().to_string())
         .clone();
     // With a shared lease, a cancel request made on another server fires its token.
-    let cancel = lease
-        .as_ref()
-        .map(|l| l.cancellation().clone())
-        .unwrap_or_default();
-    config.cancel = cancel.clone();
-    {
+    config.cancel = run_token(lease.as_ref());
+    let fence = match &state.inner.run_leases {
+        None => None,
+        Some(leases) => {
+            let spec = RunSpec::new(graph_name, version.as_deref().cloned(), &input, &config);
+            let record = RunRecord {
+                run_id: run_id.clone(),
+                thread_id: thread.to_string(),
+                graph: graph_name.to_string(),
+                spec: serde_json::to_value(&spec).unwrap_or(Value::Null),
+            };
+            let events = &state.inner.events;
+            let floor = events.next_seq(thread).map_err(storage)?.saturating_sub(1);
+            let since = Instant::now();
+            let settings = &state.inner.lease_settings;
+            let ceiling = leases
+                .record(&record, settings.lease, floor)
+                .await
+                .map_err(|e| LifecycleError::Locks(format!("cannot record the run: {e}")))?;
+            events.advance(thread, ceiling + 1).map_err(storage)?;
+            let cancel = config.cancel.clone();
+            Some(Fence::new(
+                &run_id,
+                leases.clone(),
+                settings,
+                since,
+                ceiling,
+                cancel,
+            ))
+        }
+    };
+    launch(
+        state,
+        Launch {
+            thread: thread.to_string(),
+            graph_name: graph_name.to_string(),
+            graph: (graph, version),
+            input,
+            config,
+            lease,
+            fence,
+            started: Map::new(),
+        },
+    )
+}
+
+fn storage(e: crate::ServerError) -> LifecycleError {
+    LifecycleError::Locks(e.to_string())
+}
+
+/// The cancellation of a run: fired by a cancel here, a lost run lease, or (through the
+/// thread lease) a cancel request on another server.
+pub(crate) fn run_token(lease: Option<&ThreadLease>) -> CancellationToken {
+    lease
+        .map(|l| l.cancellation().child_token())
+        .unwrap_or_default()
+}
+
+/// A run ready to go: its thread lease and run lease already taken.
+pub(crate) struct Launch {
+    pub(crate) thread: String,
+    pub(crate) graph_name: String,
+    pub(crate) graph: Versioned,
+    pub(crate) input: Input,
+    /// With `run_id` and `cancel` set.
+    pub(crate) config: RunConfig,
+    pub(crate) lease: Option<ThreadLease>,
+    pub(crate) fence: Option<Arc<Fence>>,
+    /// Extra fields of the `run started` event (a run picked up from another server).
+    pub(crate) started: Map<String, Value>,
+}
+
+/// Registers the run (one per thread), pins the graph version to the thread and spawns it.
+pub(crate) fn launch(state: &ServerState, run: Launch) -> Result<Started, LifecycleError> {
+    let run_id = run.config.run_id.clone().unwrap_or_default();
+    let thread = run.thread.clone();
+    let refused = {
         let mut runs = state.runs();
-        if let Some(r) = runs.get(thread) {
-            return Err(LifecycleError::Active {
-                thread: thread.to_string(),
+        if let Some(r) = runs.get(&thread) {
+            Some(LifecycleError::Active {
+                thread: thread.clone(),
                 run_id: r.run_id.clone(),
+            })
+        } else if state.inner.shutdown.is_cancelled() {
+            Some(LifecycleError::ShuttingDown)
+        } else {
+            runs.insert(
+                thread.clone(),
+                ActiveRun {
+                    run_id: run_id.clone(),
+                    cancel: run.config.cancel.clone(),
+                    fence: run.fence.clone(),
+                },
+            );
+            None
+        }
+    };
+    if let Some(e) = refused {
+        if let Some(fence) = run.fence {
+            // Recorded but never run: not for another server to pick up either.
+            tokio::spawn(async move {
+                let _ = fence
+                    .leases()
+                    .finish(&fence.run_id, RunOutcome::Cancelled, Some("not started"))
+                    .await;
             });
         }
-        if state.inner.shutdown.is_cancelled() {
-            return Err(LifecycleError::ShuttingDown);
-        }
-        runs.insert(
-            thread.to_string(),
-            ActiveRun {
-                run_id: run_id.clone(),
-                cancel,
-            },
-        );
+        return Err(e);
     }
+    let (graph, version) = run.graph.clone();
     let graph_version = version.as_ref().map(|v| v.id.clone());
-    if let Ok(path) = state.inner.graphs.resolve(graph_name) {
+    if let Ok(path) = state.inner.graphs.resolve(&run.graph_name) {
         let events = &state.inner.events;
         state
             .inner
             .graphs
-            .pin(events, thread, path, graph.clone(), version);
+            .pin(events, &thread, path, graph.clone(), version);
     }
-    if let Err(e) = state.inner.events.set_graph(thread, graph_name) {
+    if let Err(e) = state.inner.events.set_graph(&thread, &run.graph_name) {
         tracing::warn!(thread, "cannot record the thread's graph: {e}");
     }
     let st = state.clone();
-    let (t, rid, vid) = (thread.to_string(), run_id.clone(), graph_version.clone());
+    let vid = graph_version.clone();
     state
         .inner
         .tasks
-        .spawn(async move { drive(st, t, (rid, vid), graph, (input, config), lease).await });
+        .spawn(async move { drive(st, run, vid).await });
     Ok(Started {
         run_id,
         graph_version,
@@ -165,33 +256,78 @@ fn run_event(data: Value) -> Value {
     json!({ "ns": [], "mode": "run", "node": null, "data": data })
 }
 
+/// Logs a run's event, first making sure its id is the run's to give out (with a run lease);
+/// once the lease is lost the run's events are no longer logged.
+async fn log_run(events: &EventStore, thread: &str, fence: Option<&Fence>, envelope: Value) {
+    if let Some(f) = fence {
+        match events.next_seq(thread) {
+            Ok(seq) => {
+                if !f.reserve(seq).await {
+                    return;
+                }
+            }
+            Err(e) => tracing::warn!(thread, "cannot read the event log: {e}"),
+        }
+    }
+    log(events, thread, envelope);
+}
+
 /// Runs a graph, logging `run started`, its events, then a `run` event with how it ended.
-async fn drive(
-    state: ServerState,
-    thread: String,
-    (run_id, graph_version): (String, Option<String>),
-    graph: CompiledGraph,
-    (input, config): (Input, RunConfig),
-    lease: Option<ThreadLease>,
-) {
+async fn drive(state: ServerState, run: Launch, graph_version: Option<String>) {
+    let Launch {
+        thread,
+        graph: (graph, _),
+        input,
+        config,
+        lease,
+        fence,
+        mut started,
+        ..
+    } = run;
+    let run_id = config.run_id.clone().unwrap_or_default();
     let events = &state.inner.events;
-    log(
+    started.insert("status".into(), json!("started"));
+    started.insert("run_id".into(), json!(run_id));
+    started.insert("graph_version".into(), json!(graph_version));
+    log_run(
         events,
         &thread,
-        run_event(json!({ "status": "started", "run_id": run_id, "graph_version": graph_version })),
-    );
+        fence.as_deref(),
+        run_event(Value::Object(started)),
+    )
+    .await;
     if let Err(e) = events.set_running(&thread, Some(&run_id)) {
         tracing::warn!(thread = %thread, "cannot store an event: {e}");
     }
+    // Every checkpoint write first checks the run's lease.
+    let graph = match (&fence, graph.checkpointer()) {
+        (Some(f), Some(cp)) => {
+            let fenced = FencedCheckpointer {
+                inner: cp.clone(),
+                fence: f.clone(),
+            };
+            graph.clone().with_checkpointer(Arc::new(fenced))
+        }
+        _ => graph,
+    };
     let mut stream = graph.stream(input, config);
     while let Some(ev) = stream.next().await {
-        log(
-            events,
-            &thread,
-            serde_json::to_value(&ev).unwrap_or(Value::Null),
-        );
+        let envelope = serde_json::to_value(&ev).unwrap_or(Value::Null);
+        log_run(events, &thread, fence.as_deref(), envelope).await;
     }
-    let (data, resumable) = ending(&run_id, stream.finish().await);
+    let finished = stream.finish().await;
+    let (data, resumable) = match &fence {
+        Some(f) if f.is_lost() => (
+            json!({ "status": "interrupted", "run_id": run_id,
+                "reason": "this server lost the run's lease; another server continues the run" }),
+            true,
+        ),
+        _ => ending(&run_id, finished),
+    };
+    let data = match &fence {
+        Some(f) if !f.is_lost() => record_end(&state, f, data).await,
+        _ => data,
+    };
     // The shared lease goes first, so another server may take the thread as soon as a
     // client has seen the end event.
     if let Some(lease) = lease {
@@ -212,6 +348,43 @@ async fn drive(
         }
         runs.remove(&thread);
     }
+}
+
+/// Records how a leased run ended: a run cancelled by this server's shutdown is handed back
+/// for another server to continue (`requeued: true` in the end event); any other end is marked
+/// so that nobody picks the run up.
+async fn record_end(state: &ServerState, fence: &Fence, mut data: Value) -> Value {
+    let status = data["status"].as_str().unwrap_or_default();
+    let outcome = match status {
+        "done" => Some(RunOutcome::Done),
+        "interrupted" => Some(RunOutcome::Interrupted),
+        "failed" => Some(RunOutcome::Failed),
+        "cancelled" if !state.inner.shutdown.is_cancelled() => Some(RunOutcome::Cancelled),
+        _ => None,
+    };
+    let leases = fence.leases();
+    let recorded = match outcome {
+        Some(o) => {
+            leases
+                .finish(&fence.run_id, o, data["error"].as_str())
+                .await
+        }
+        None => {
+            let r = leases.hand_back(&fence.run_id).await;
+            if matches!(r, Ok(true)) {
+                if let Some(o) = data.as_object_mut() {
+                    o.insert("requeued".into(), json!(true));
+                }
+            }
+            r
+        }
+    };
+    match recorded {
+        Ok(true) => {}
+        Ok(false) => tracing::warn!(run_id = %fence.run_id, "the run's lease was gone at its end"),
+        Err(e) => tracing::warn!(run_id = %fence.run_id, "cannot record the run's end: {e}"),
+    }
+    data
 }
 
 /// The run-end event's data, and whether the thread may be resumed.

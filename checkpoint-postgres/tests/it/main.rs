@@ -6,6 +6,7 @@
 mod common;
 
 mod conformance;
+mod run_leases;
 mod store;
 mod thread_locks;
 mod two_instances;

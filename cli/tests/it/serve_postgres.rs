@@ -1,8 +1,10 @@
 //! Two `agentgraph serve` processes sharing threads through PostgreSQL: a run started on one
 //! stops at an interrupt and is resumed on the other, and a thread runs on one server at a
 //! time (advisory-lock leases). Needs `AGENTGRAPH_TEST_POSTGRES_URL`
-//! (`.ci/run` starts a server and sets it); skips otherwise (fails under `CI=true`).
+//! (`.ci/run` starts a server and sets it); skips otherwise (fails under `CI=true`). Each
+//! test uses its own schema (`--postgres-schema`), dropped at the end.
 
+use crate::serve_failover::{drop_schema, fresh_schema};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -23,7 +25,7 @@ impl Drop for Server {
 
 /// Starts `agentgraph serve` on port 0 and reads the bound address from its first stderr
 /// line (`serving on http://…`), so parallel tests never race for a port.
-fn start(url: &str) -> Server {
+fn start(url: &str, schema: &str) -> Server {
     use std::io::BufRead;
     let db = tempfile::tempdir().unwrap();
     let graphs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../graphs/examples");
@@ -34,6 +36,7 @@ fn start(url: &str) -> Server {
         .arg("--graphs")
         .arg(graphs)
         .args(["--addr", "127.0.0.1:0", "--postgres", url])
+        .args(["--postgres-schema", schema])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -117,7 +120,8 @@ async fn a_run_started_on_one_server_is_resumed_on_another() {
     let Some(url) = agentgraph_test_support::require_postgres() else {
         return;
     };
-    let (a, b) = (start(&url), start(&url));
+    let schema = fresh_schema();
+    let (a, b) = (start(&url, &schema), start(&url, &schema));
     let client = reqwest::Client::new();
     wait_up(&client, &a).await;
     wait_up(&client, &b).await;
@@ -151,6 +155,8 @@ async fn a_run_started_on_one_server_is_resumed_on_another() {
     // And the first server sees the end of the thread too.
     let back = state(&client, &a, &thread).await;
     assert_eq!(back["values"]["published"], true);
+    drop((a, b));
+    drop_schema(&url, &schema).await;
 }
 
 async fn post(client: &reqwest::Client, s: &Server, path: &str, body: Value) -> (u16, Value) {
@@ -169,7 +175,8 @@ async fn a_thread_runs_on_one_server_at_a_time() {
     let Some(url) = agentgraph_test_support::require_postgres() else {
         return;
     };
-    let (a, b) = (start(&url), start(&url));
+    let schema = fresh_schema();
+    let (a, b) = (start(&url, &schema), start(&url, &schema));
     let client = reqwest::Client::new();
     wait_up(&client, &a).await;
     wait_up(&client, &b).await;
@@ -248,4 +255,6 @@ async fn a_thread_runs_on_one_server_at_a_time() {
     // Nobody runs it now: a cancel anywhere is a no-op.
     let (st, v) = post(&client, &a, &format!("/threads/{thread}/cancel"), json!({})).await;
     assert_eq!((st, v["cancelled"].as_bool()), (200, Some(false)), "{v}");
+    drop((a, b));
+    drop_schema(&url, &schema).await;
 }

@@ -10,12 +10,14 @@ mod group_commit;
 mod keys;
 pub(crate) mod kv;
 mod memory;
+mod run_leases;
 mod sled_store;
 mod thread_locks;
 
 pub use group_commit::{FlushFn, GroupCommit};
 pub use kv::{AsyncKvStore, KvCheckpointer, KvStore, KvVisitor};
 pub use memory::{MemoryCheckpointer, MemoryStore};
+pub use run_leases::{ClaimedRun, RunLeases, RunOutcome, RunRecord};
 pub use sled_store::{SledCheckpointer, SledStore};
 pub use thread_locks::{LocalThreadLocks, ReleaseFn, ThreadLease, ThreadLocks};
 

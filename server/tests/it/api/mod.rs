@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 mod endpoints;
 mod events;
 mod extend;
+mod pickup;
 mod restart;
 mod runs;
 
