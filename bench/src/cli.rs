@@ -34,6 +34,9 @@ pub struct Cli {
     /// `threads-concurrent`: how many runs are in flight at once.
     #[arg(long, default_value_t = crate::config::DEFAULT_CONCURRENCY)]
     pub concurrency: usize,
+    /// `--checkpointer postgres`: the server (each run uses a fresh schema, dropped after).
+    #[arg(long, env = "AGENTGRAPH_BENCH_POSTGRES_URL")]
+    pub postgres_url: Option<String>,
     /// Print the canonical result string to stderr (debugging).
     #[arg(long)]
     pub print_canonical: bool,
@@ -51,6 +54,7 @@ impl Cli {
             warmup: !self.no_warmup,
             db_dir: self.db_dir.clone(),
             concurrency: self.concurrency,
+            postgres_url: self.postgres_url.clone(),
         }
     }
 }

@@ -75,6 +75,9 @@ pub enum StoreKind {
     Sled,
     /// Alias of `sled` (the durable store of the Rust runtime).
     Sqlite,
+    /// The PostgreSQL checkpointer, in a fresh schema dropped afterwards (needs
+    /// `--postgres-url` or `AGENTGRAPH_BENCH_POSTGRES_URL`).
+    Postgres,
 }
 
 impl StoreKind {
@@ -85,6 +88,7 @@ impl StoreKind {
             StoreKind::Memory => "memory",
             StoreKind::Sled => "sled",
             StoreKind::Sqlite => "sqlite",
+            StoreKind::Postgres => "postgres",
         }
     }
 
@@ -98,7 +102,7 @@ impl StoreKind {
 
     /// Whether checkpoints go to disk.
     pub fn is_durable(self) -> bool {
-        matches!(self, StoreKind::Sled | StoreKind::Sqlite)
+        matches!(self, StoreKind::Sled | StoreKind::Sqlite | StoreKind::Postgres)
     }
 
     /// Whether a checkpointer is attached at all.
@@ -179,6 +183,8 @@ pub struct BenchConfig {
     pub db_dir: Option<PathBuf>,
     /// `threads-concurrent`: runs in flight at once (C).
     pub concurrency: usize,
+    /// `postgres`: the server's URL.
+    pub postgres_url: Option<String>,
 }
 
 impl BenchConfig {
@@ -193,6 +199,7 @@ impl BenchConfig {
             warmup: true,
             db_dir: None,
             concurrency: DEFAULT_CONCURRENCY,
+            postgres_url: None,
         }
     }
 
@@ -218,6 +225,12 @@ impl BenchConfig {
     pub fn validate(&self) -> Result<(), String> {
         if self.n < 1 {
             return Err("--n must be at least 1".into());
+        }
+        if self.store == StoreKind::Postgres && self.postgres_url.is_none() {
+            return Err(
+                "--checkpointer postgres needs --postgres-url or AGENTGRAPH_BENCH_POSTGRES_URL"
+                    .into(),
+            );
         }
         if self.concurrency < 1 {
             return Err("--concurrency must be at least 1".into());

@@ -85,7 +85,13 @@ pub fn run(cfg: &BenchConfig) -> Result<Report, BenchError> {
 async fn measure(cfg: &BenchConfig) -> Result<(Measurement, StoreStats), BenchError> {
     let durability = cfg.durability.mode();
     if cfg.warmup {
-        let store = Store::open(cfg.store, cfg.db_dir.as_deref(), "warmup")?;
+        let store = Store::open(
+            cfg.store,
+            cfg.db_dir.as_deref(),
+            "warmup",
+            cfg.postgres_url.as_deref(),
+        )
+        .await?;
         let ctx = RunCtx {
             store: &store,
             durability,
@@ -94,7 +100,13 @@ async fn measure(cfg: &BenchConfig) -> Result<(Measurement, StoreStats), BenchEr
         workloads::run(cfg.workload, cfg.workload.warmup_size(cfg.n), &ctx).await?;
         store.close().await?;
     }
-    let store = Store::open(cfg.store, cfg.db_dir.as_deref(), "bench")?;
+    let store = Store::open(
+        cfg.store,
+        cfg.db_dir.as_deref(),
+        "bench",
+        cfg.postgres_url.as_deref(),
+    )
+    .await?;
     let ctx = RunCtx {
         store: &store,
         durability,
@@ -124,14 +136,17 @@ fn flush_policy(cfg: &BenchConfig) -> Option<&'static str> {
     if !cfg.store.is_durable() {
         return None;
     }
-    Some(match cfg.durability {
-        DurabilityArg::Sync => {
-            "sled flush (fsync) after every checkpoint, before the next step; concurrent runs share flushes (group commit)"
+    Some(match (cfg.store, cfg.durability) {
+        (StoreKind::Postgres, _) => {
+            "each write committed (synchronous_commit = on); concurrent writes share one statement and commit"
         }
-        DurabilityArg::Async => {
-            "sled flush in the background, coalesced while one is running; invoke waits for a final flush"
+        (_, DurabilityArg::Sync) => {
+            "sled flush + fdatasync after every checkpoint, before the next step; concurrent runs share flushes (group commit)"
         }
-        DurabilityArg::Exit => "one checkpoint and one sled flush at the end of the run",
+        (_, DurabilityArg::Async) => {
+            "sled flush + fdatasync in the background, shared while one is running; invoke waits for a final flush"
+        }
+        (_, DurabilityArg::Exit) => "one checkpoint and one sled flush + fdatasync at the end of the run",
     })
 }
 

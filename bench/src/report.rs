@@ -61,10 +61,11 @@ pub struct Report {
     /// `threads-concurrent` only: 99th percentile run latency, ms.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub p99_run_ms: Option<f64>,
-    /// sled: flushes (each at least one fsync) issued during the timed region.
+    /// Durable writes issued during the timed region: sled flushes (each an fdatasync) or
+    /// Postgres commits (each a WAL flush).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsyncs: Option<u64>,
-    /// sled: `fsyncs / wall_s`.
+    /// `fsyncs / wall_s`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fsyncs_per_s: Option<f64>,
     /// sled: the disk's floor, median µs of a 4 KiB overwrite plus `fdatasync` in the store's

@@ -1,7 +1,9 @@
-//! The checkpointer of one workload instance: none, in-memory, or sled in a fresh folder.
+//! The checkpointer of one workload instance: none, in-memory, sled in a fresh folder, or
+//! PostgreSQL in a fresh schema.
 
 use crate::config::StoreKind;
 use crate::BenchError;
+use agentgraph_postgres::{PostgresCheckpointer, PostgresOptions};
 use agentgraph_runtime::checkpoint::KvStore;
 use agentgraph_runtime::{Checkpointer, CompiledGraph, MemoryCheckpointer, SledCheckpointer};
 use std::os::unix::fs::MetadataExt;
@@ -21,6 +23,15 @@ pub enum Store {
         cp: Arc<SledCheckpointer>,
         /// The folder of the sled database.
         dir: tempfile::TempDir,
+    },
+    /// The Postgres checkpointer in its own schema (dropped on close).
+    Postgres {
+        /// The checkpointer.
+        cp: Arc<PostgresCheckpointer>,
+        /// The server.
+        url: String,
+        /// The schema created for this instance.
+        schema: String,
     },
 }
 
@@ -43,8 +54,29 @@ pub struct StoreStats {
 impl Store {
     /// Opens a fresh store of `kind`; sled goes into a new folder under `parent` (default: the
     /// system temp folder). `tag` names the folder (`bench` or `warmup`).
-    pub fn open(kind: StoreKind, parent: Option<&Path>, tag: &str) -> Result<Self, BenchError> {
+    /// `postgres_url` is needed for `postgres` only.
+    pub async fn open(
+        kind: StoreKind,
+        parent: Option<&Path>,
+        tag: &str,
+        postgres_url: Option<&str>,
+    ) -> Result<Self, BenchError> {
         match kind {
+            StoreKind::Postgres => {
+                let url = postgres_url.ok_or_else(|| {
+                    BenchError::Usage("--checkpointer postgres needs --postgres-url".into())
+                })?;
+                let schema = format!("agbench_{}", uuid::Uuid::new_v4().simple());
+                let options = PostgresOptions::default().schema(schema.clone());
+                let cp = PostgresCheckpointer::connect_with(url, options)
+                    .await
+                    .map_err(|e| BenchError::Run(format!("opening the Postgres store: {e}")))?;
+                Ok(Store::Postgres {
+                    cp: Arc::new(cp),
+                    url: url.to_string(),
+                    schema,
+                })
+            }
             StoreKind::None => Ok(Store::None),
             StoreKind::Memory => Ok(Store::Memory(Arc::new(MemoryCheckpointer::new()))),
             StoreKind::Sled | StoreKind::Sqlite => {
@@ -80,6 +112,7 @@ impl Store {
             Store::None => None,
             Store::Memory(cp) => Some(cp.clone()),
             Store::Sled { cp, .. } => Some(cp.clone()),
+            Store::Postgres { cp, .. } => Some(cp.clone()),
         }
     }
 
@@ -95,6 +128,7 @@ impl Store {
     pub fn flushes(&self) -> Option<u64> {
         match self {
             Store::Sled { cp, .. } => Some(cp.store().flushes()),
+            Store::Postgres { cp, .. } => Some(cp.store().commits()),
             _ => None,
         }
     }
@@ -116,6 +150,14 @@ impl Store {
                 logical_bytes: Some(cp.store().bytes() as u64),
                 ..StoreStats::default()
             }),
+            Store::Postgres { cp, url, schema } => {
+                drop(cp);
+                let bytes = drop_schema(&url, &schema).await?;
+                Ok(StoreStats {
+                    disk_bytes: Some(bytes),
+                    ..StoreStats::default()
+                })
+            }
             Store::Sled { cp, dir } => {
                 let logical = logical_bytes(cp.store())?;
                 cp.flush()
@@ -204,4 +246,30 @@ pub fn fsync_floor(dir: &Path) -> Result<Duration, BenchError> {
     }
     samples.sort();
     Ok(samples[FLOOR_SAMPLES / 2])
+}
+
+/// Measures (`pg_total_relation_size` of its tables) and drops a bench schema.
+async fn drop_schema(url: &str, schema: &str) -> Result<u64, BenchError> {
+    let err = |e: tokio_postgres::Error| BenchError::Run(format!("dropping schema {schema}: {e}"));
+    let (client, conn) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .map_err(err)?;
+    let task = tokio::spawn(conn);
+    let row = client
+        .query_one(
+            "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c \
+             JOIN pg_namespace s ON s.oid = c.relnamespace \
+             WHERE s.nspname = $1 AND c.relkind IN ('r', 'm')",
+            &[&schema],
+        )
+        .await
+        .map_err(err)?;
+    let bytes: i64 = row.get(0);
+    client
+        .batch_execute(&format!("DROP SCHEMA \"{schema}\" CASCADE"))
+        .await
+        .map_err(err)?;
+    drop(client);
+    let _ = task.await;
+    Ok(bytes.max(0) as u64)
 }
