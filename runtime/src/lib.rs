@@ -30,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod checkpoint;
 mod engine;
 mod error;
@@ -41,11 +42,13 @@ pub mod reducer;
 mod retry;
 mod schema;
 mod state;
+pub mod store;
 pub mod stream;
 mod subgraph;
 mod update;
 mod value_type;
 
+pub use cache::{CachePolicy, NodeCache, StoreCache};
 pub use checkpoint::{
     Checkpoint, CheckpointError, CheckpointTuple, Checkpointer, ListQuery, MemoryCheckpointer,
     PruneStats, SledCheckpointer, Source,
@@ -66,6 +69,10 @@ pub use reducer::{
 pub use retry::{RetryOn, RetryPolicy};
 pub use schema::{ChannelSpec, Schema};
 pub use state::StateView;
+pub use store::{
+    Embedder, InMemoryStore, IndexConfig, Item, ItemBackend, ItemStore, NamespaceQuery, SearchItem,
+    SearchQuery, SledItemStore, Store, StoreError,
+};
 pub use stream::{DebugEvent, Emitter, Event, EventKind, Mode, Modes};
 pub use subgraph::Subgraph;
 pub use tokio_util::sync::CancellationToken;
