@@ -29,7 +29,9 @@
 //! thread" rule ([`PostgresThreadLocks`], on advisory locks).
 //!
 //! The crate's parts: [`PostgresStore`] (the table, connection and queries), [`PostgresOptions`],
-//! [`PostgresError`], and [`PostgresThreadLocks`].
+//! [`PostgresError`], and [`PostgresThreadLocks`]; beside the checkpoints, the long-term
+//! store's table ([`PostgresItems`], [`connect_store`]: the runtime's `Store` on PostgreSQL,
+//! which also backs the node cache).
 
 use agentgraph_runtime::checkpoint::{
     ChannelEntry, Checkpoint, CheckpointError, CheckpointTuple, Checkpointer, KvCheckpointer,
@@ -40,12 +42,14 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 mod error;
+mod item_store;
 mod options;
 mod store;
 mod thread_locks;
 
 pub use error::PostgresError;
 use error::{connection_lost, describe};
+pub use item_store::{connect_store, PostgresItemStore, PostgresItems};
 pub use options::PostgresOptions;
 pub use store::PostgresStore;
 pub use thread_locks::PostgresThreadLocks;

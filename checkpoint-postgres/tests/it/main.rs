@@ -6,6 +6,7 @@
 mod common;
 
 mod conformance;
+mod item_store;
 mod store;
 mod thread_locks;
 mod two_instances;
