@@ -463,12 +463,28 @@ async fn serve(
                     Ok(l) => l,
                     Err(e) => return graph::fail(e, exit::USAGE),
                 };
+                // The long-term store and the node cache in tables of the same database.
+                let options = agentgraph_postgres::PostgresOptions::default;
+                let store = agentgraph_postgres::connect_store(&url, options()).await;
+                let cache = agentgraph_postgres::connect_store(
+                    &url,
+                    options().table_prefix("agentgraph_node_cache_"),
+                )
+                .await;
+                let (store, cache) = match (store, cache) {
+                    (Ok(s), Ok(c)) => (s, c),
+                    (Err(e), _) | (_, Err(e)) => return graph::fail(e, exit::USAGE),
+                };
                 config = config
                     .storage(agentgraph_server::Storage::Checkpointer {
                         checkpointer: std::sync::Arc::new(cp),
                         events_dir: Some(ctx.db.join("server-events")),
                     })
-                    .thread_locks(std::sync::Arc::new(locks));
+                    .thread_locks(std::sync::Arc::new(locks))
+                    .store(std::sync::Arc::new(store))
+                    .node_cache(std::sync::Arc::new(
+                        agentgraph_runtime::cache::StoreCache::new(std::sync::Arc::new(cache)),
+                    ));
             }
             Err(e) => return graph::fail(e, exit::USAGE),
         }
