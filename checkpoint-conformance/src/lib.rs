@@ -24,7 +24,7 @@
 //!
 //! A single check can be run on its own too: `conformance::list_before_and_limit(&*cp).await`.
 //!
-//! The long-term [`agentgraph_runtime::Store`] backends have their own suite
+//! The long-term [`agentgraph_runtime::store::Store`] backends have their own suite
 //! ([`store::run_store_suite`], with a deterministic test embedder, [`store::HashEmbedder`]),
 //! and the node cache over each of them another ([`node_cache::run_cache_suite`]).
 

@@ -46,9 +46,9 @@ pub enum PostgresError {
     },
 }
 
-impl From<PostgresError> for agentgraph_runtime::StoreError {
+impl From<PostgresError> for agentgraph_runtime::store::StoreError {
     fn from(e: PostgresError) -> Self {
-        agentgraph_runtime::StoreError::Backend(e.to_string())
+        agentgraph_runtime::store::StoreError::Backend(e.to_string())
     }
 }
 

@@ -10,8 +10,7 @@
 
 use crate::error::{connection_lost, describe};
 use crate::{PostgresError, PostgresOptions};
-use agentgraph_runtime::store::{encode_prefix, ItemBackend, ItemStore, Record};
-use agentgraph_runtime::StoreError;
+use agentgraph_runtime::store::{encode_prefix, ItemBackend, ItemStore, Record, StoreError};
 use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use tokio_postgres::types::ToSql;

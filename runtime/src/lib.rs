@@ -69,10 +69,6 @@ pub use reducer::{
 pub use retry::{RetryOn, RetryPolicy};
 pub use schema::{ChannelSpec, Schema};
 pub use state::StateView;
-pub use store::{
-    Embedder, InMemoryStore, IndexConfig, Item, ItemBackend, ItemStore, NamespaceQuery, SearchItem,
-    SearchQuery, SledItemStore, Store, StoreError,
-};
 pub use stream::{DebugEvent, Emitter, Event, EventKind, Mode, Modes};
 pub use subgraph::Subgraph;
 pub use tokio_util::sync::CancellationToken;

@@ -4,8 +4,8 @@
 
 use agentgraph_runtime::cache::{NodeCache, StoreCache};
 use agentgraph_runtime::checkpoint::Checkpointer;
-use agentgraph_runtime::store::SledItemStore;
-use agentgraph_runtime::{CompiledGraph, SledCheckpointer, Store};
+use agentgraph_runtime::store::{SledItemStore, Store, StoreError};
+use agentgraph_runtime::{CompiledGraph, SledCheckpointer};
 use std::sync::Arc;
 
 /// The sled tree of the long-term store, beside the checkpoints.
@@ -36,7 +36,7 @@ impl GraphStorage {
 
     /// Checkpoints in a sled database, with the store and the node cache in trees of the same
     /// database ([`STORE_TREE`], [`CACHE_TREE`]).
-    pub fn sled(cp: SledCheckpointer) -> Result<Self, agentgraph_runtime::StoreError> {
+    pub fn sled(cp: SledCheckpointer) -> Result<Self, StoreError> {
         let db = cp.store().db().clone();
         let store = SledItemStore::open_tree(&db, STORE_TREE)?;
         let cache = SledItemStore::open_tree(&db, CACHE_TREE)?;

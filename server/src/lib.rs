@@ -87,9 +87,8 @@ pub use versions::GraphVersion;
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::cache::{NodeCache, StoreCache};
 use agentgraph_runtime::checkpoint::ThreadLocks;
-use agentgraph_runtime::{
-    Checkpointer, InMemoryStore, MemoryCheckpointer, SledCheckpointer, Store,
-};
+use agentgraph_runtime::store::{InMemoryStore, Store};
+use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
 use runs::ActiveRun;
 use std::collections::HashMap;
 use std::future::Future;

@@ -4,8 +4,8 @@
 //! the namespace is computed per task from its state ([`StoreMemorySpec`]).
 
 use super::{ChatMemory, MemoryError, WindowMemory};
-use agentgraph_runtime::store::SearchQuery;
-use agentgraph_runtime::{CheckpointId, NodeError, Store, StoreError, TaskContext};
+use agentgraph_runtime::store::{SearchQuery, Store, StoreError};
+use agentgraph_runtime::{CheckpointId, NodeError, TaskContext};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
@@ -118,6 +118,7 @@ impl StoreMemorySpec {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use agentgraph_runtime::store::Store;
     use agentgraph_runtime::store::{ns, InMemoryStore};
     use serde_json::json;
 

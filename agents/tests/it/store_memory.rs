@@ -7,7 +7,7 @@ use agentgraph_agents::memory::{NamespaceFn, StoreMemorySpec};
 use agentgraph_agents::models;
 use agentgraph_agents::nodes::{LlmNode, ToolExecutorNode};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use agentgraph_runtime::store::{ns, InMemoryStore};
+use agentgraph_runtime::store::{ns, InMemoryStore, SearchQuery, Store};
 use agentgraph_runtime::*;
 use async_trait::async_trait;
 use common::*;
@@ -116,8 +116,7 @@ async fn memory_on_a_store_needs_the_graph_to_have_one() {
     let err = chat_graph(model)
         .invoke(ask("ada", "q1", "hi"), RunConfig::thread("t"))
         .await
-        .err()
-        .expect("no store");
+        .expect_err("no store");
     assert!(
         matches!(&err, RunError::NodeFailed { code: Some(c), .. } if c == "NO_STORE"),
         "{err}"

@@ -6,8 +6,7 @@ use crate::common;
 
 use agentgraph_checkpoint_conformance::{node_cache, store as suite};
 use agentgraph_postgres::{connect_store, PostgresItems, PostgresOptions};
-use agentgraph_runtime::store::ns;
-use agentgraph_runtime::Store;
+use agentgraph_runtime::store::{ns, Store};
 use futures::FutureExt;
 use serde_json::json;
 use std::panic::AssertUnwindSafe;

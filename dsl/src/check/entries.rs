@@ -158,11 +158,11 @@ impl Checker<'_, '_> {
         let store = crate::agents::memory::store_name(value);
         let namespace = object.get("namespace");
         match (store, namespace) {
-            (Some(crate::agents::memory::GRAPH_STORE), Some(ns)) => {
-                if !matches!(&ns.kind, ExprKind::List { items } if !items.is_empty()) {
-                    self.out.push(diag::store_memory_without_namespace(ns.span));
-                }
+            (Some(crate::agents::memory::GRAPH_STORE), Some(ns)) if !matches!(&ns.kind, ExprKind::List { items } if !items.is_empty()) =>
+            {
+                self.out.push(diag::store_memory_without_namespace(ns.span));
             }
+            (Some(crate::agents::memory::GRAPH_STORE), Some(_)) => {}
             (Some(crate::agents::memory::GRAPH_STORE), None) => {
                 self.out
                     .push(diag::store_memory_without_namespace(value.span));

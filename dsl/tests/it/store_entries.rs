@@ -4,7 +4,7 @@
 use agentgraph_dsl::diagnostic::codes;
 use agentgraph_dsl::{Diagnostic, Project, Registry};
 use agentgraph_runtime::cache::StoreCache;
-use agentgraph_runtime::store::InMemoryStore;
+use agentgraph_runtime::store::{InMemoryStore, SearchQuery, Store};
 use agentgraph_runtime::*;
 use serde_json::json;
 use std::collections::BTreeMap;

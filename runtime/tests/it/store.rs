@@ -3,7 +3,9 @@
 
 use agentgraph_checkpoint_conformance::{node_cache, store as suite};
 use agentgraph_runtime::cache::{CachePolicy, NodeCache, StoreCache};
-use agentgraph_runtime::store::{ns, InMemoryStore, MemoryItems, SledItemStore, SledItems};
+use agentgraph_runtime::store::{
+    ns, InMemoryStore, MemoryItems, SearchQuery, SledItemStore, SledItems, Store,
+};
 use agentgraph_runtime::*;
 use serde_json::json;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -157,8 +159,7 @@ async fn without_a_store_the_context_has_none() {
     let err = graph
         .invoke(Input::values(json!({"user": "u1"})), RunConfig::thread("t"))
         .await
-        .err()
-        .expect("the node fails");
+        .expect_err("the node fails");
     assert!(err.to_string().contains("no store"), "{err}");
 }
 

@@ -1,7 +1,7 @@
 //! Every graph the server compiles gets the storage's long-term store and node cache: trees of
 //! the sled database, or memory, or what the application gives (`ServerConfig::store`).
 
-use agentgraph_runtime::store::{ns, InMemoryStore};
+use agentgraph_runtime::store::{ns, InMemoryStore, Store};
 use agentgraph_runtime::*;
 use agentgraph_server::{ServerConfig, ServerState, Storage};
 use serde_json::json;
