@@ -5,7 +5,7 @@
 //! deterministic order, conditional routes, fan-out (`send`), commands, waiting edges,
 //! checkpoints after every step (sled by default) with history, time travel and fork,
 //! human-in-the-loop interrupts, subgraphs with namespaces, streaming, retries, timeouts and
-//! cancellation.
+//! cancellation; a long-term [`store`] shared across threads, and a per-node result [`cache`].
 //!
 //! ```
 //! use agentgraph_runtime::*;

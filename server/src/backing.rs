@@ -59,3 +59,40 @@ impl GraphStorage {
         g
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use agentgraph_runtime::store::ns;
+    use serde_json::json;
+
+    /// The store lives in the checkpointer's database: what it wrote is there when the
+    /// database is opened again, and the cache's tree is apart from it.
+    #[tokio::test]
+    async fn sled_storage_keeps_the_store_beside_the_checkpoints() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let cp = SledCheckpointer::open(dir.path()).expect("open");
+            let storage = GraphStorage::sled(cp).expect("trees");
+            let store = storage.store.expect("a store");
+            store
+                .put(&ns(&["users", "u1"]), "tz", json!("UTC"), None)
+                .await
+                .expect("put");
+        }
+        let cp = SledCheckpointer::open(dir.path()).expect("reopen");
+        let db = cp.store().db().clone();
+        let store = SledItemStore::open_tree(&db, STORE_TREE).expect("tree");
+        let item = store
+            .get(&ns(&["users", "u1"]), "tz")
+            .await
+            .expect("get")
+            .expect("kept across reopening");
+        assert_eq!(item.value, json!("UTC"));
+        let cache = SledItemStore::open_tree(&db, CACHE_TREE).expect("tree");
+        assert_eq!(
+            cache.get(&ns(&["users", "u1"]), "tz").await.expect("get"),
+            None
+        );
+    }
+}

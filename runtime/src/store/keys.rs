@@ -92,3 +92,36 @@ mod tests {
         assert!(validate_namespace(&ns(&["a", "b"])).is_ok());
     }
 }
+
+#[cfg(test)]
+mod order {
+    use super::*;
+    use crate::store::ns;
+
+    /// Byte order of keys is namespace order (element by element), then key order.
+    #[test]
+    fn keys_sort_by_namespace_then_key() {
+        let mut keys = [
+            encode_key(&ns(&["docs", "b"]), "1"),
+            encode_key(&ns(&["docsx"]), "0"),
+            encode_key(&ns(&["docs"]), "z"),
+            encode_key(&ns(&["docs", "a"]), "2"),
+            encode_key(&ns(&["docs", "a"]), "10"),
+        ];
+        keys.sort();
+        let decoded: Vec<(Vec<String>, String)> = keys
+            .iter()
+            .map(|k| decode_key(k).expect("decodes"))
+            .collect();
+        let want = [
+            (ns(&["docs"]), "z"),
+            (ns(&["docs", "a"]), "10"),
+            (ns(&["docs", "a"]), "2"),
+            (ns(&["docs", "b"]), "1"),
+            (ns(&["docsx"]), "0"),
+        ];
+        let want: Vec<(Vec<String>, String)> =
+            want.into_iter().map(|(n, k)| (n, k.to_string())).collect();
+        assert_eq!(decoded, want);
+    }
+}

@@ -68,3 +68,38 @@ impl ItemBackend for MemoryItems {
         Ok(before - map.len())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::store::{ns, InMemoryStore, SearchQuery, Store};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    /// Puts from many tasks at once all land (one lock, no lost update between keys).
+    #[tokio::test]
+    async fn concurrent_puts_all_land() {
+        let store = Arc::new(InMemoryStore::new());
+        let tasks: Vec<_> = (0..64)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .put(&ns(&["n"]), &format!("{i:02}"), json!(i), None)
+                        .await
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.expect("joins").expect("put");
+        }
+        let found = store
+            .search(&SearchQuery::prefix(&["n"]))
+            .await
+            .expect("search");
+        let values: Vec<i64> = found
+            .iter()
+            .map(|f| f.item.value.as_i64().unwrap_or(-1))
+            .collect();
+        assert_eq!(values, (0..64).collect::<Vec<i64>>());
+    }
+}
