@@ -154,6 +154,7 @@ pub enum StoreError {
 pub trait Store: Send + Sync + 'static {
     /// Puts `value` at `namespace`/`key` (replacing what was there; `created_at` is kept).
     /// With a `ttl`, the item expires that long after this put. Durable when it returns.
+    /// Concurrent puts of one key: the last one wins.
     async fn put(
         &self,
         namespace: &[String],
