@@ -84,8 +84,9 @@ impl ToolError {
 }
 
 /// What a tool sees: the calling task (state snapshot as of the step's start, run settings,
-/// event emitter, interrupts, cancellation — through `Deref`), a model handle for tools that
-/// make nested LLM calls, and the tool's own settings.
+/// event emitter, interrupts, cancellation, the graph's long-term store — through `Deref`:
+/// `ctx.store()`), a model handle for tools that make nested LLM calls, and the tool's own
+/// settings.
 #[derive(Clone)]
 pub struct ToolContext {
     task: TaskContext,

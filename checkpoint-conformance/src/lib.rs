@@ -23,6 +23,10 @@
 //! ```
 //!
 //! A single check can be run on its own too: `conformance::list_before_and_limit(&*cp).await`.
+//!
+//! The long-term [`agentgraph_runtime::store::Store`] backends have their own suite
+//! ([`store::run_store_suite`], with a deterministic test embedder, [`store::HashEmbedder`]),
+//! and the node cache over each of them another ([`node_cache::run_cache_suite`]).
 
 use agentgraph_runtime::checkpoint::{
     ChannelEntry, Checkpoint, CheckpointError, CheckpointTuple, Checkpointer, ListQuery,
@@ -41,7 +45,9 @@ use std::sync::Arc;
 mod blobs;
 mod keys;
 mod list;
+pub mod node_cache;
 mod put_get;
+pub mod store;
 mod threads;
 mod writes;
 
@@ -143,6 +149,15 @@ where
         CHECKS.len(),
         failed.join("\n---\n")
     );
+}
+
+/// The message of a caught panic.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_else(|| "(non-string panic)".into())
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ pub enum PostgresError {
     #[error("connecting to PostgreSQL: {}", describe(.0))]
     Connect(#[source] tokio_postgres::Error),
     /// Creating the schema/table or preparing the statements failed.
-    #[error("setting up checkpoint table {table}: {}", describe(.source))]
+    #[error("setting up table {table}: {}", describe(.source))]
     Setup {
         /// The qualified table name.
         table: String,
@@ -44,6 +44,12 @@ pub enum PostgresError {
         #[source]
         source: tokio_postgres::Error,
     },
+}
+
+impl From<PostgresError> for agentgraph_runtime::store::StoreError {
+    fn from(e: PostgresError) -> Self {
+        agentgraph_runtime::store::StoreError::Backend(e.to_string())
+    }
 }
 
 impl From<PostgresError> for CheckpointError {

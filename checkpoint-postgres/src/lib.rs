@@ -31,7 +31,9 @@
 //! of a process that died ([`PostgresRunLeases`]).
 //!
 //! The crate's parts: [`PostgresStore`] (the table, connection and queries), [`PostgresOptions`],
-//! [`PostgresError`], [`PostgresThreadLocks`] and [`PostgresRunLeases`].
+//! [`PostgresError`], [`PostgresThreadLocks`] and [`PostgresRunLeases`]; beside the checkpoints,
+//! the long-term store's table ([`PostgresItems`], [`connect_store`]: the runtime's `Store` on
+//! PostgreSQL, which also backs the node cache).
 
 use agentgraph_runtime::checkpoint::{
     ChannelEntry, Checkpoint, CheckpointError, CheckpointTuple, Checkpointer, KvCheckpointer,
@@ -43,6 +45,7 @@ use serde_json::Value;
 
 mod batch;
 mod error;
+mod item_store;
 mod options;
 mod runs;
 mod store;
@@ -50,6 +53,7 @@ mod thread_locks;
 
 pub use error::PostgresError;
 use error::{connection_lost, describe};
+pub use item_store::{connect_store, PostgresItemStore, PostgresItems};
 pub use options::PostgresOptions;
 pub use runs::PostgresRunLeases;
 pub use store::PostgresStore;

@@ -54,8 +54,13 @@ impl PostgresOptions {
     }
 
     pub(crate) fn table(&self) -> Result<String, PostgresError> {
+        self.table_named("checkpoints")
+    }
+
+    /// The qualified, quoted name of table `{prefix}{name}`.
+    pub(crate) fn table_named(&self, name: &str) -> Result<String, PostgresError> {
         check_name("table prefix", &self.table_prefix, true)?;
-        let table = format!("\"{}checkpoints\"", self.table_prefix);
+        let table = format!("\"{}{name}\"", self.table_prefix);
         match &self.schema {
             Some(s) => {
                 check_name("schema", s, false)?;

@@ -2,6 +2,8 @@
 
 use crate::exit;
 use agentgraph_dsl::{Diagnostic, Project};
+use agentgraph_runtime::cache::StoreCache;
+use agentgraph_runtime::store::SledItemStore;
 use agentgraph_runtime::{CompiledGraph, SledCheckpointer};
 use agentgraph_server::RegistryFactory;
 use std::io::IsTerminal;
@@ -100,10 +102,23 @@ pub fn store(ctx: &Ctx) -> Result<Arc<SledCheckpointer>, u8> {
         .map_err(|e| fail(e, exit::FAILED))
 }
 
-/// A graph with the store attached.
+/// `g` with the run's storage: checkpoints in the sled database, and in trees of the same
+/// database the long-term store (`TaskContext::store`, an `llm` node's memory on the store)
+/// and the node cache — the server's layout, so `run` and `serve` on one `--db` share them.
+pub fn attach_storage(g: CompiledGraph, cp: &Arc<SledCheckpointer>) -> Result<CompiledGraph, u8> {
+    let db = cp.store().db();
+    let open = |tree| SledItemStore::open_tree(db, tree).map_err(|e| fail(e, exit::FAILED));
+    let store = open(agentgraph_server::STORE_TREE)?;
+    let cache = open(agentgraph_server::CACHE_TREE)?;
+    Ok(g.with_checkpointer(cp.clone())
+        .with_store(Arc::new(store))
+        .with_cache(Arc::new(StoreCache::new(Arc::new(cache)))))
+}
+
+/// A graph with the storage attached ([`attach_storage`]).
 pub fn load_with_store(ctx: &Ctx, path: &Path) -> Result<CompiledGraph, u8> {
     let g = load(ctx, path)?;
-    Ok(g.with_checkpointer(store(ctx)?))
+    attach_storage(g, &store(ctx)?)
 }
 
 /// `agentgraph check`.

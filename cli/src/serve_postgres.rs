@@ -1,8 +1,9 @@
-//! `agentgraph serve --postgres URL`: checkpoints in PostgreSQL, thread locks shared by every
-//! server on the database, and run leases (`--lease`, `--lease-renew`) so that a run whose
+//! `agentgraph serve --postgres URL`: checkpoints, the long-term store and the node cache in
+//! PostgreSQL, thread locks shared by every server on the database, and run leases (`--lease`, `--lease-renew`) so that a run whose
 //! server dies is continued by another one (docs/deploy.md).
 
 use agentgraph_postgres::{PostgresCheckpointer, PostgresOptions};
+use agentgraph_runtime::cache::StoreCache;
 use agentgraph_server::{LeaseSettings, ServerConfig, Storage};
 use std::path::Path;
 use std::sync::Arc;
@@ -80,7 +81,7 @@ pub async fn configure(
     if let Some(schema) = &opts.postgres_schema {
         options = options.schema(schema.clone());
     }
-    let cp = PostgresCheckpointer::connect_with(url, options)
+    let cp = PostgresCheckpointer::connect_with(url, options.clone())
         .await
         .map_err(|e| e.to_string())?;
     // One active run per thread across every server on this database.
@@ -89,6 +90,16 @@ pub async fn configure(
         .run_leases(&server_name())
         .await
         .map_err(|e| e.to_string())?;
+    // The long-term store and the node cache in tables of the same database (and schema).
+    let store = agentgraph_postgres::connect_store(url, options.clone())
+        .await
+        .map_err(|e| e.to_string())?;
+    let cache = agentgraph_postgres::connect_store(
+        url,
+        options.clone().table_prefix("agentgraph_node_cache_"),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     let settings = LeaseSettings {
         lease: opts.lease,
         renew_every: opts.lease_renew,
@@ -100,6 +111,8 @@ pub async fn configure(
             events_dir: Some(db.join("server-events")),
         })
         .thread_locks(Arc::new(locks))
+        .store(Arc::new(store))
+        .node_cache(Arc::new(StoreCache::new(Arc::new(cache))))
         .run_leases(Arc::new(leases), settings))
 }
 

@@ -68,6 +68,9 @@ pub struct NodeOptions {
     /// routes instead of failing the run (a route can then send the error to a node that
     /// explains it). Interrupts and cancellation are not caught.
     pub catch: Option<String>,
+    /// Reuse the node's update for an input seen before (needs a cache on the graph:
+    /// [`CompiledGraph::with_cache`]).
+    pub cache: Option<crate::cache::CachePolicy>,
 }
 
 pub(crate) struct NodeEntry {
@@ -119,6 +122,8 @@ impl GraphInner {
 pub struct CompiledGraph {
     pub(crate) inner: Arc<GraphInner>,
     pub(crate) checkpointer: Option<Arc<dyn crate::checkpoint::Checkpointer>>,
+    pub(crate) store: Option<Arc<dyn crate::store::Store>>,
+    pub(crate) cache: Option<Arc<dyn crate::cache::NodeCache>>,
 }
 
 impl CompiledGraph {
@@ -134,6 +139,30 @@ impl CompiledGraph {
     /// The checkpointer, if any.
     pub fn checkpointer(&self) -> Option<&Arc<dyn crate::checkpoint::Checkpointer>> {
         self.checkpointer.as_ref()
+    }
+
+    /// The same graph giving its tasks (and its subgraphs') `store`
+    /// ([`crate::TaskContext::store`]): memory shared across threads.
+    pub fn with_store(mut self, store: Arc<dyn crate::store::Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The store, if any.
+    pub fn store(&self) -> Option<&Arc<dyn crate::store::Store>> {
+        self.store.as_ref()
+    }
+
+    /// The same graph caching the updates of its nodes that have a cache policy
+    /// ([`NodeOptions::cache`]) in `cache`; its subgraphs share it.
+    pub fn with_cache(mut self, cache: Arc<dyn crate::cache::NodeCache>) -> Self {
+        self.cache = Some(cache);
+        self
+    }
+
+    /// The node cache, if any.
+    pub fn cache(&self) -> Option<&Arc<dyn crate::cache::NodeCache>> {
+        self.cache.as_ref()
     }
 
     /// The graph's name.
@@ -525,6 +554,8 @@ impl GraphBuilder {
                 recursion_limit: self.recursion_limit,
             }),
             checkpointer: None,
+            store: None,
+            cache: None,
         })
     }
 }

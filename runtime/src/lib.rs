@@ -5,7 +5,7 @@
 //! deterministic order, conditional routes, fan-out (`send`), commands, waiting edges,
 //! checkpoints after every step (sled by default) with history, time travel and fork,
 //! human-in-the-loop interrupts, subgraphs with namespaces, streaming, retries, timeouts and
-//! cancellation.
+//! cancellation; a long-term [`store`] shared across threads, and a per-node result [`cache`].
 //!
 //! ```
 //! use agentgraph_runtime::*;
@@ -30,6 +30,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cache;
 pub mod checkpoint;
 mod engine;
 mod error;
@@ -41,11 +42,13 @@ pub mod reducer;
 mod retry;
 mod schema;
 mod state;
+pub mod store;
 pub mod stream;
 mod subgraph;
 mod update;
 mod value_type;
 
+pub use cache::{CachePolicy, NodeCache, StoreCache};
 pub use checkpoint::{
     Checkpoint, CheckpointError, CheckpointTuple, Checkpointer, ListQuery, MemoryCheckpointer,
     PruneStats, SledCheckpointer, Source,

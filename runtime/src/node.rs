@@ -2,6 +2,7 @@
 
 use crate::ids::stable_id;
 use crate::state::StateView;
+use crate::store::Store;
 use crate::stream::{Emitter, EventKind, Mode};
 use crate::subgraph::Subgraph;
 use crate::update::Update;
@@ -10,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -160,6 +161,11 @@ pub struct TaskContext {
     /// Writes the task hands back even when it fails, if its failure is caught (`catch`): a
     /// subgraph's progress up to its last finished step.
     pub(crate) salvage: Salvage,
+    /// The graph's long-term store (`None`: the graph has none).
+    pub(crate) store: Option<Arc<dyn Store>>,
+    /// Set when an interrupt of the task (or of its nested calls) returned a human's answer:
+    /// such a result is not cached.
+    pub(crate) answered: Arc<AtomicBool>,
 }
 
 /// See [`TaskContext::salvage`].
@@ -223,6 +229,18 @@ impl TaskContext {
         }
     }
 
+    /// The graph's store: memory shared by every thread
+    /// ([`crate::CompiledGraph::with_store`]); `None` when the graph has none.
+    pub fn store(&self) -> Option<&Arc<dyn Store>> {
+        self.store.as_ref()
+    }
+
+    /// The context with a store (a detached call, a tool called outside a run).
+    pub fn with_store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// The run's cancellation token: long work should stop when it fires.
     pub fn cancellation(&self) -> &CancellationToken {
         &self.cancel
@@ -266,6 +284,7 @@ impl TaskContext {
     pub fn interrupt_keyed(&self, key: &str, value: Value) -> Result<Value, NodeError> {
         let id = stable_id(&[&self.ns.join("|"), &self.task_id, key]);
         if let Some(answer) = self.resume.get(&id) {
+            self.answered.store(true, Ordering::SeqCst);
             return Ok(answer.clone());
         }
         Err(NodeError::Interrupted(vec![Interrupt {
@@ -302,6 +321,8 @@ impl TaskContext {
             interrupt_calls: Arc::new(AtomicUsize::new(0)),
             host: None,
             salvage: Salvage::default(),
+            store: None,
+            answered: Arc::default(),
         }
     }
 

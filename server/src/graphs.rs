@@ -1,10 +1,11 @@
 //! Finding graph files under the graphs folder and compiling them once.
 
+use crate::backing::GraphStorage;
 use crate::error::ApiError;
 use crate::events::EventStore;
 use crate::reload::{check_file, deps_hash, Checked, Deps, GraphHealth, GraphStatus};
 use crate::versions::GraphVersion;
-use agentgraph_runtime::{Checkpointer, CompiledGraph};
+use agentgraph_runtime::CompiledGraph;
 use axum::http::StatusCode;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -46,7 +47,8 @@ impl From<GraphLoadError> for ApiError {
     }
 }
 
-/// Compiled graphs by file, compiled on first use. Every graph gets the server's checkpointer.
+/// Compiled graphs by file, compiled on first use. Every graph gets the server's storage
+/// (checkpointer, store, node cache).
 ///
 /// A live-reload watcher can call [`GraphCache::compile`] on a changed file and, when it
 /// succeeds, [`GraphCache::replace`] the entry: runs already started keep the graph they
@@ -54,7 +56,7 @@ impl From<GraphLoadError> for ApiError {
 pub struct GraphCache {
     root: PathBuf,
     registry: RegistryFactory,
-    checkpointer: Arc<dyn Checkpointer>,
+    storage: GraphStorage,
     graphs: Mutex<HashMap<PathBuf, CompiledGraph>>,
     status: Mutex<HashMap<PathBuf, GraphStatus>>,
     /// The version each cached graph is (absent for graphs given to [`GraphCache::replace`]).
@@ -79,16 +81,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl GraphCache {
     /// A cache over the folder `root`.
-    pub fn new(
-        root: PathBuf,
-        registry: RegistryFactory,
-        checkpointer: Arc<dyn Checkpointer>,
-    ) -> Self {
+    pub fn new(root: PathBuf, registry: RegistryFactory, storage: GraphStorage) -> Self {
         let root = std::fs::canonicalize(&root).unwrap_or(root);
         GraphCache {
             root,
             registry,
-            checkpointer,
+            storage,
             graphs: Mutex::new(HashMap::new()),
             status: Mutex::new(HashMap::new()),
             versions: Mutex::new(HashMap::new()),
@@ -141,7 +139,7 @@ impl GraphCache {
 
     /// Loads, checks and compiles `path`, noting the files it was built from (not cached).
     pub(crate) fn check(&self, path: &Path) -> Checked {
-        check_file(path, &self.registry, &self.checkpointer)
+        check_file(path, &self.registry, &self.storage)
     }
 
     /// The compiled graph named `name`, compiling it on first use (on a blocking thread).
@@ -155,11 +153,7 @@ impl GraphCache {
         if let Some(g) = self.cached(&path) {
             return Ok((g, lock(&self.versions).get(&path).cloned()));
         }
-        let (reg, cp, p) = (
-            self.registry.clone(),
-            self.checkpointer.clone(),
-            path.clone(),
-        );
+        let (reg, cp, p) = (self.registry.clone(), self.storage.clone(), path.clone());
         let checked = tokio::task::spawn_blocking(move || check_file(&p, &reg, &cp))
             .await
             .map_err(|e| GraphLoadError::Io(format!("compiling {}: {e}", path.display())))?;
@@ -382,11 +376,7 @@ impl GraphCache {
         if let Some(p) = shared {
             return Ok((p.graph, p.version));
         }
-        let (reg, cp, v) = (
-            self.registry.clone(),
-            self.checkpointer.clone(),
-            stored.clone(),
-        );
+        let (reg, cp, v) = (self.registry.clone(), self.storage.clone(), stored.clone());
         let compiled = tokio::task::spawn_blocking(move || v.compile(&reg, &cp))
             .await
             .map_err(|e| GraphLoadError::Io(format!("compiling version {}: {e}", stored.id)))?;
@@ -422,7 +412,7 @@ impl GraphCache {
     ) -> Result<CompiledGraph, GraphLoadError> {
         let (reg, cp, id) = (
             self.registry.clone(),
-            self.checkpointer.clone(),
+            self.storage.clone(),
             version.id.clone(),
         );
         tokio::task::spawn_blocking(move || version.compile(&reg, &cp))

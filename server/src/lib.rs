@@ -62,6 +62,7 @@
 //! is the id, not the runtime's per-run numbering), so they never repeat even when a cancelled
 //! step's events are produced again by the resumed run.
 
+mod backing;
 mod error;
 mod events;
 mod extend;
@@ -75,6 +76,7 @@ mod runs;
 mod thread_run;
 mod versions;
 
+pub use backing::{GraphStorage, CACHE_TREE, STORE_TREE};
 pub use error::{ApiError, ServerError};
 pub use events::{EventLimits, EventStore, Replayed, StoredEvent};
 pub use extend::ThreadHold;
@@ -91,6 +93,8 @@ pub use versions::GraphVersion;
 
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::checkpoint::{RunLeases, ThreadLocks};
+use agentgraph_runtime::cache::{NodeCache, StoreCache};
+use agentgraph_runtime::store::{InMemoryStore, Store};
 use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
 use runs::ActiveRun;
 use std::collections::HashMap;
@@ -157,6 +161,12 @@ pub struct ServerConfig {
     pub run_leases: Option<Arc<dyn RunLeases>>,
     /// Lease length and renewal period of [`ServerConfig::run_leases`].
     pub lease: LeaseSettings,
+    /// The long-term store every graph gets (`TaskContext::store`). `None` (the default): with
+    /// [`Storage::Sled`] a tree of the same database, with [`Storage::Memory`] one in memory,
+    /// with [`Storage::Checkpointer`] none.
+    pub store: Option<Arc<dyn Store>>,
+    /// The cache of nodes with a cache policy; `None` (the default) as for [`ServerConfig::store`].
+    pub node_cache: Option<Arc<dyn NodeCache>>,
 }
 
 impl ServerConfig {
@@ -177,7 +187,21 @@ impl ServerConfig {
             routes: Vec::new(),
             run_leases: None,
             lease: LeaseSettings::default(),
+            store: None,
+            node_cache: None,
         }
+    }
+
+    /// The same configuration giving every graph this long-term store.
+    pub fn store(mut self, store: Arc<dyn Store>) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The same configuration caching nodes' updates in `cache`.
+    pub fn node_cache(mut self, cache: Arc<dyn NodeCache>) -> Self {
+        self.node_cache = Some(cache);
+        self
     }
 
     /// The same configuration with another storage.
@@ -274,12 +298,12 @@ impl ServerState {
             events: config.events_per_thread.max(1),
             bytes: config.event_bytes_per_thread,
         };
-        let (checkpointer, events): (Arc<dyn Checkpointer>, EventStore) = match &config.storage {
+        let (mut storage, events): (GraphStorage, EventStore) = match &config.storage {
             Storage::Sled(dir) => {
                 let cp =
                     SledCheckpointer::open(dir).map_err(|e| ServerError::Storage(e.to_string()))?;
                 (
-                    Arc::new(cp),
+                    GraphStorage::sled(cp).map_err(|e| ServerError::Storage(e.to_string()))?,
                     EventStore::open(&dir.join("server-events"), limits)?,
                 )
             }
@@ -287,17 +311,28 @@ impl ServerState {
                 checkpointer,
                 events_dir,
             } => (
-                checkpointer.clone(),
+                GraphStorage::checkpoints(checkpointer.clone()),
                 match events_dir {
                     Some(d) => EventStore::open(d, limits)?,
                     None => EventStore::memory(limits),
                 },
             ),
             Storage::Memory => (
-                Arc::new(MemoryCheckpointer::new()),
+                GraphStorage {
+                    checkpointer: Arc::new(MemoryCheckpointer::new()),
+                    store: Some(Arc::new(InMemoryStore::new())),
+                    cache: Some(Arc::new(StoreCache::in_memory())),
+                },
                 EventStore::memory(limits),
             ),
         };
+        if let Some(s) = &config.store {
+            storage.store = Some(s.clone());
+        }
+        if let Some(c) = &config.node_cache {
+            storage.cache = Some(c.clone());
+        }
+        let checkpointer = storage.checkpointer.clone();
         // Versions no thread is pinned to any more (their runs ended before the restart).
         match events.prune_versions() {
             Ok(0) => {}
@@ -329,7 +364,7 @@ impl ServerState {
                 graphs: GraphCache::new(
                     config.graphs_dir.clone(),
                     config.registry.clone(),
-                    checkpointer.clone(),
+                    storage,
                 ),
                 events,
                 checkpointer,

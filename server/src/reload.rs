@@ -14,12 +14,13 @@
 //! comparing mtimes, never misses two writes within one timestamp tick. The files are few and
 //! small, so a poll costs a few reads.
 
+use crate::backing::GraphStorage;
 use crate::graphs::{GraphCache, GraphLoadError, RegistryFactory};
 use crate::versions::GraphVersion;
 use crate::ServerState;
 use agentgraph_dsl::ast::{ExprKind, File, GraphItem, NodeDecl, NodeKind, SubgraphRef};
 use agentgraph_dsl::{Diagnostic, Project};
-use agentgraph_runtime::{Checkpointer, CompiledGraph};
+use agentgraph_runtime::CompiledGraph;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -145,7 +146,7 @@ fn project_deps(project: &Project) -> Deps {
 pub(crate) fn check_file(
     path: &Path,
     registry: &RegistryFactory,
-    checkpointer: &Arc<dyn Checkpointer>,
+    storage: &GraphStorage,
 ) -> Checked {
     let project = match Project::load(path) {
         Ok(p) => p,
@@ -178,7 +179,7 @@ pub(crate) fn check_file(
         Ok(compiled) => {
             let diagnostics = compiled.warnings.iter().map(render).collect();
             Checked {
-                result: Ok(compiled.graph.with_checkpointer(checkpointer.clone())),
+                result: Ok(storage.attach(compiled.graph)),
                 version,
                 deps,
                 diagnostics,
@@ -294,7 +295,7 @@ mod tests {
         let cache = GraphCache::new(
             dir.path().to_path_buf(),
             crate::default_registry(),
-            Arc::new(MemoryCheckpointer::new()),
+            GraphStorage::checkpoints(Arc::new(MemoryCheckpointer::new())),
         );
         cache.get("g").await.expect("compiles");
         let path = cache.resolve("g").expect("resolves");

@@ -5,14 +5,14 @@
 //! thread's event log, after a restart too: the snapshot is compiled again without reading
 //! the (possibly edited or removed) files.
 
+use crate::backing::GraphStorage;
 use crate::graphs::{GraphLoadError, RegistryFactory};
 use agentgraph_dsl::Project;
-use agentgraph_runtime::{Checkpointer, CompiledGraph};
+use agentgraph_runtime::CompiledGraph;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// The files one version of a graph was compiled from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,18 +56,18 @@ impl GraphVersion {
     }
 
     /// Compiles this version from its snapshot (nothing is read from disk), with the server's
-    /// registry and checkpointer. Blocking (it checks and compiles the graph).
+    /// registry and storage. Blocking (it checks and compiles the graph).
     pub fn compile(
         &self,
         registry: &RegistryFactory,
-        checkpointer: &Arc<dyn Checkpointer>,
+        storage: &GraphStorage,
     ) -> Result<CompiledGraph, GraphLoadError> {
         let project = Project::from_files(&self.root, &self.files)
             .map_err(|e| GraphLoadError::Io(e.to_string()))?;
         let reg = registry();
         project
             .compile(&reg)
-            .map(|g| g.with_checkpointer(checkpointer.clone()))
+            .map(|g| storage.attach(g))
             .map_err(|diags| {
                 let errors = diags.iter().filter(|d| d.is_error()).count();
                 GraphLoadError::Invalid {

@@ -2,22 +2,26 @@
 //!
 //! Messages are the JSON objects of [`agentgraph_runtime::messages`] (`type`/`role`, `id`, `content`, and
 //! optionally `tool_calls` / `tool_call_id`); a store keeps them in append order per session and
-//! never mixes sessions. Four stores share the [`ChatMemory`] trait:
+//! never mixes sessions. Five stores share the [`ChatMemory`] trait:
 //!
 //! - [`BufferMemory`]: in-process, keeps everything until cleared;
 //! - [`WindowMemory`]: wraps any store and loads only the last N messages, never starting the
 //!   window on a tool result whose AI tool call fell outside it;
 //! - [`SledMemory`]: persistent on sled, one ordered range per session in its own tree;
-//! - [`RedisMemory`]: a Redis list per session under a key prefix, with an optional TTL.
+//! - [`RedisMemory`]: a Redis list per session under a key prefix, with an optional TTL;
+//! - [`StoreMemory`]: items of the graph's long-term store under a namespace computed from the
+//!   state ([`StoreMemorySpec`]), shared by every thread that computes the same namespace.
 
 mod buffer;
 mod redis_store;
 mod sled_store;
+mod store_memory;
 mod window;
 
 pub use buffer::BufferMemory;
 pub use redis_store::{RedisMemory, DEFAULT_KEY_PREFIX};
 pub use sled_store::SledMemory;
+pub use store_memory::{NamespaceFn, StoreMemory, StoreMemorySpec};
 pub use window::{window_start, WindowMemory};
 
 use async_trait::async_trait;

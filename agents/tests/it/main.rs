@@ -11,3 +11,4 @@ mod memory;
 mod models_scripted;
 mod providers;
 mod recorded;
+mod store_memory;

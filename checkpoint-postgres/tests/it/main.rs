@@ -7,6 +7,7 @@ mod common;
 
 mod conformance;
 mod run_leases;
+mod item_store;
 mod store;
 mod thread_locks;
 mod two_instances;

@@ -89,8 +89,10 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let graph = match crate::graph::load(ctx, &path) {
-        Ok(g) => g.with_checkpointer(store.clone()),
+    let graph = match crate::graph::load(ctx, &path)
+        .and_then(|g| crate::graph::attach_storage(g, &store))
+    {
+        Ok(g) => g,
         Err(c) => return c,
     };
     let thread = opts.thread.clone().unwrap_or_else(new_thread_id);
@@ -215,9 +217,10 @@ impl Session<'_> {
                 return;
             }
         };
-        match crate::graph::load(self.ctx, &path) {
+        match crate::graph::load(self.ctx, &path)
+            .and_then(|g| crate::graph::attach_storage(g, &self.store))
+        {
             Ok(g) => {
-                let g = g.with_checkpointer(self.store.clone());
                 if g.schema().version() != self.graph.schema().version() {
                     eprintln!(
                         "warning: {} has another state schema than {}; the thread may not fit it",

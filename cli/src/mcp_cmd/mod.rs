@@ -182,7 +182,7 @@ fn graph_tools(ctx: &Ctx, dir: &Path, taken: &mut BTreeSet<String>) -> Result<Gr
         let comment = std::fs::read_to_string(&path)
             .map(|s| leading_comment(&s))
             .unwrap_or_default();
-        let graph = graph.with_checkpointer(store.clone());
+        let graph = crate::graph::attach_storage(graph, &store)?;
         tools.push(Arc::new(GraphTool::new(name, graph, &comment)));
     }
     Ok((tools, Some(store)))

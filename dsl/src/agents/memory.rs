@@ -9,10 +9,23 @@
 //!
 //! `window` (optional) keeps the last N messages; `ttl` is in seconds. The session is the run
 //! setting `session_id` (CLI: `--session`), else the thread id.
+//!
+//! ```text
+//! memory: { store: "store", namespace: ["users", user_id], window: 20 }
+//! ```
+//!
+//! `store: "store"` keeps the conversation in the graph's long-term store (which `agentgraph
+//! run` and `serve` give every graph), one item per message under `namespace`: a list of
+//! expressions evaluated on each task's state (and send payload), so every thread computing
+//! the same namespace — the same user — shares the conversation. There is no session then.
 
+use crate::ast::{Expr, ExprKind};
+use crate::eval::{eval, Scope};
+use crate::extensions::Extensions;
 use agentgraph_agents::memory::{
-    BufferMemory, ChatMemory, MemoryError, RedisMemory, SledMemory, WindowMemory,
+    BufferMemory, ChatMemory, MemoryError, RedisMemory, SledMemory, StoreMemorySpec, WindowMemory,
 };
+use agentgraph_runtime::NodeError;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
@@ -102,3 +115,85 @@ pub fn build_memory(value: Value) -> Result<Arc<dyn ChatMemory>, String> {
         None => base,
     })
 }
+
+/// The store named by `memory: { store: "store", … }`: the graph's long-term store.
+pub const GRAPH_STORE: &str = "store";
+
+/// The `store` an entry value names, when it is a literal.
+pub fn store_name(memory: &Expr) -> Option<&str> {
+    match &memory.kind {
+        ExprKind::Object { object } => object.get("store").and_then(|e| match &e.kind {
+            ExprKind::Str { lit } => Some(lit.value.as_str()),
+            _ => None,
+        }),
+        _ => None,
+    }
+}
+
+/// A memory on the graph's store (`memory: { store: "store", namespace: [...], window? }`), or
+/// `None` for the other stores (built by [`build_memory`]).
+pub fn build_store_memory(
+    memory: &Expr,
+    extensions: &Arc<Extensions>,
+) -> Result<Option<StoreMemorySpec>, String> {
+    let ExprKind::Object { object } = &memory.kind else {
+        return Ok(None);
+    };
+    if store_name(memory) != Some(GRAPH_STORE) {
+        return Ok(None);
+    }
+    let mut window = None;
+    let mut items = None;
+    for (key, value) in &object.entries {
+        match key.name.as_str() {
+            "store" => {}
+            "namespace" => match &value.kind {
+                ExprKind::List { items: list } if !list.is_empty() => items = Some(list.clone()),
+                _ => return Err(NAMESPACE_FORMAT.to_string()),
+            },
+            "window" => {
+                let n = crate::agents::const_value(value)?;
+                window = Some(
+                    n.as_u64()
+                        .filter(|n| *n > 0)
+                        .ok_or("`memory`: `window` is a positive integer")?
+                        as usize,
+                );
+            }
+            other => {
+                return Err(format!(
+                    "`memory`: `{other}` is not an option of a memory on the graph's store \
+                     (options: store, namespace, window)"
+                ))
+            }
+        }
+    }
+    let items = items.ok_or(NAMESPACE_FORMAT)?;
+    let extensions = extensions.clone();
+    Ok(Some(StoreMemorySpec {
+        namespace: Arc::new(move |ctx| {
+            let scope = Scope::state(ctx.state())
+                .with_extensions(&extensions)
+                .with_payload(ctx.payload());
+            items
+                .iter()
+                .map(|e| match eval(e, &scope) {
+                    Ok(Value::String(s)) => Ok(s),
+                    Ok(Value::Null) => Err(NodeError::fatal(
+                        "memory namespace: an element is null (is the channel set?)",
+                    )
+                    .with_code("MEMORY")),
+                    Ok(other) => Ok(other.to_string()),
+                    Err(err) => {
+                        Err(NodeError::fatal(format!("memory namespace: {err}"))
+                            .with_code("MEMORY"))
+                    }
+                })
+                .collect()
+        }),
+        window,
+    }))
+}
+
+const NAMESPACE_FORMAT: &str = "`memory` on the graph's store needs `namespace`: a non-empty \
+                                list of expressions, e.g. `namespace: [\"users\", user_id]`";

@@ -237,8 +237,11 @@ impl NodeFactory for LlmFactory {
                 .ok_or("`output_schema` needs `output: <channel>` to receive the answer")?;
             node = node.structured(schema, out);
         }
-        if let Some(spec) = b.constant("memory")? {
-            node = node.memory(build_memory(spec)?);
+        if let Some(expr) = b.expr("memory") {
+            match memory::build_store_memory(expr, &b.extensions)? {
+                Some(spec) => node = node.store_memory(spec),
+                None => node = node.memory(build_memory(const_value(expr)?)?),
+            }
         }
         if let Some(v) = b.constant("max_iterations")? {
             let max = v

@@ -7,7 +7,7 @@ use crate::ast::*;
 use crate::code::{code_offset, sandbox};
 use crate::diagnostic::catalogue as diag;
 use crate::eval::{eval, Scope};
-use crate::registry::{EntrySpec, COMMON_ENTRIES, RETRY_KEYS};
+use crate::registry::{EntrySpec, CACHE_KEYS, COMMON_ENTRIES, RETRY_KEYS};
 use crate::types::Ty;
 
 impl Checker<'_, '_> {
@@ -39,6 +39,9 @@ impl Checker<'_, '_> {
             let key = e.key();
             if allowed.contains(&key.name.as_str()) {
                 if !self.code_entry(&kind, e) {
+                    if kind == "llm" && key.name == "memory" {
+                        self.memory_entry(e);
+                    }
                     self.entry(e, &locals);
                 }
             } else {
@@ -92,6 +95,21 @@ impl Checker<'_, '_> {
                     }
                 }
             }
+            ("cache", Entry::Block { entries, .. }) => {
+                for ce in entries {
+                    let k = ce.key();
+                    match ce {
+                        Entry::Value { value, .. } if k.name == "ttl" => {
+                            if !matches!(value.kind, ExprKind::Duration { ms, .. } if ms > 0) {
+                                self.out.push(diag::bad_cache_ttl(value.span));
+                            }
+                        }
+                        _ => self
+                            .out
+                            .push(diag::unknown_cache_option(k.span, &k.name, CACHE_KEYS)),
+                    }
+                }
+            }
             ("timeout", Entry::Value { value, .. }) => {
                 if !matches!(value.kind, ExprKind::Duration { .. }) {
                     self.out.push(diag::timeout_not_duration(value.span));
@@ -125,6 +143,35 @@ impl Checker<'_, '_> {
                     }
                 }
             }
+        }
+    }
+
+    /// An `llm` node's `memory`: a namespace goes with the graph's store, and that store needs
+    /// one (the namespace's expressions are checked with the other entry values).
+    fn memory_entry(&mut self, e: &Entry) {
+        let Entry::Value { value, .. } = e else {
+            return;
+        };
+        let ExprKind::Object { object } = &value.kind else {
+            return;
+        };
+        let store = crate::agents::memory::store_name(value);
+        let namespace = object.get("namespace");
+        match (store, namespace) {
+            (Some(crate::agents::memory::GRAPH_STORE), Some(ns)) if !matches!(&ns.kind, ExprKind::List { items } if !items.is_empty()) =>
+            {
+                self.out.push(diag::store_memory_without_namespace(ns.span));
+            }
+            (Some(crate::agents::memory::GRAPH_STORE), Some(_)) => {}
+            (Some(crate::agents::memory::GRAPH_STORE), None) => {
+                self.out
+                    .push(diag::store_memory_without_namespace(value.span));
+            }
+            (Some(other), Some(ns)) => {
+                self.out
+                    .push(diag::namespace_without_graph_store(ns.span, other));
+            }
+            _ => {}
         }
     }
 

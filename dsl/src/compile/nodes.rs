@@ -9,7 +9,8 @@ use crate::eval::{eval, Scope};
 use crate::registry::node_build::pairs;
 use crate::registry::NodeBuild;
 use agentgraph_runtime::{
-    node_fn, CompiledGraph, GraphBuilder, Node, NodeOptions, RetryOn, RetryPolicy, Subgraph, Update,
+    node_fn, CachePolicy, CompiledGraph, GraphBuilder, Node, NodeOptions, RetryOn, RetryPolicy,
+    Subgraph, Update,
 };
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -92,6 +93,16 @@ fn node_options(n: &NodeDecl) -> Result<NodeOptions, Diagnostic> {
             }
             Entry::Block { key, entries, .. } if key.name == "retry" => {
                 o.retry = Some(retry_policy(entries)?);
+            }
+            Entry::Block { key, entries, .. } if key.name == "cache" => {
+                let ttl = entries.iter().find_map(|e| match e {
+                    Entry::Value { key, value } if key.name == "ttl" => match value.kind {
+                        ExprKind::Duration { ms, .. } => Some(Duration::from_millis(ms)),
+                        _ => None,
+                    },
+                    _ => None,
+                });
+                o.cache = Some(CachePolicy::new(ttl));
             }
             _ => {}
         }

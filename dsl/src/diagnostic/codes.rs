@@ -201,6 +201,16 @@ pub const BAD_RETRY: Code = error(
     "E0270",
     "unknown retry option, or a timeout that is not a duration (compile: a bad retry value)",
 );
+/// E0271.
+pub const BAD_CACHE: Code = error(
+    "E0271",
+    "unknown cache option, or a cache `ttl` that is not a positive duration",
+);
+/// E0272.
+pub const BAD_MEMORY: Code = error(
+    "E0272",
+    "an `llm` node's memory on the graph's store (`store: \"store\"`) without a `namespace` list, or a `namespace` given to another store",
+);
 /// E0280.
 pub const JS_SYNTAX: Code = error(
     "E0280",
@@ -275,6 +285,8 @@ pub const ALL: &[Code] = &[
     FILE_OUTSIDE_PROMPT,
     BAD_CONFIG,
     BAD_RETRY,
+    BAD_CACHE,
+    BAD_MEMORY,
     JS_SYNTAX,
     GRAPH_REJECTED,
     NODE_NOT_BUILT,

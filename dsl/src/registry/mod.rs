@@ -236,6 +236,7 @@ impl Registry {
 pub const COMMON_ENTRIES: &[EntrySpec] = &[
     EntrySpec::block("retry"),
     EntrySpec::value("timeout"),
+    EntrySpec::block("cache"),
     EntrySpec::writes("catch"),
 ];
 
@@ -248,6 +249,9 @@ pub const RETRY_KEYS: &[&str] = &[
     "jitter",
     "retry_on",
 ];
+
+/// Keys of a `cache { … }` block.
+pub const CACHE_KEYS: &[&str] = &["ttl"];
 
 /// Keys of `config { … }`.
 pub const CONFIG_KEYS: &[&str] = &["recursion_limit"];

@@ -43,6 +43,7 @@ fn codes() -> impl Iterator<Item = (&'static str, &'static str)> {
 const NO_FIXTURE: &[(&str, &str)] = &[
     (codes::SKIPPED_LINE.id, "A fallback of error recovery, for a skipped line that parses on its own; no input is known to reach it (none of 60 000 generated ones did)."),
     (codes::TOO_DEEP.id, "Needs an expression more than 128 levels deep, or brackets more than 144; `deep_nesting.rs` builds them up to 100 000 levels deep."),
+    (codes::BAD_MEMORY.id, "An `llm` node's entry, and the fixtures' registry has no agent kinds; `agent_entries.rs` shows both cases."),
     (codes::GRAPH_REJECTED.id, "Reported when a checked graph is compiled (`agentgraph run`), not by `check`."),
     (codes::NODE_NOT_BUILT.id, "Reported when a checked graph is compiled (`agentgraph run`), not by `check`."),
 ];

@@ -14,5 +14,6 @@ mod parse_smoke;
 mod robustness;
 mod send_prompts;
 mod send_writes;
+mod store_entries;
 mod tool_nodes;
 mod viz;

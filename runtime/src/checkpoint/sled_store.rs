@@ -78,6 +78,11 @@ impl SledStore {
         &self.path
     }
 
+    /// The database, for other trees beside the checkpoints (the long-term store's).
+    pub fn db(&self) -> &sled::Db {
+        &self.db
+    }
+
     /// sled's own estimate of its size on disk.
     pub fn size_on_disk(&self) -> Result<u64, CheckpointError> {
         self.db.size_on_disk().map_err(backend)

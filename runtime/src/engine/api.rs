@@ -318,6 +318,8 @@ impl CompiledGraph {
     fn shared(&self, config: &RunConfig) -> Arc<RunScope> {
         Arc::new(RunScope {
             checkpointer: self.checkpointer.clone(),
+            store: self.store.clone(),
+            cache: self.cache.clone(),
             thread: Arc::from(config.thread_id.as_str()),
             durability: config.durability,
             cancel: config.cancel.clone(),

@@ -29,6 +29,10 @@ use tracing::Instrument;
 /// What every task of a run (and of its subgraphs) shares.
 pub(crate) struct RunScope {
     pub checkpointer: Option<Arc<dyn Checkpointer>>,
+    /// The store tasks reach through [`crate::TaskContext::store`].
+    pub store: Option<Arc<dyn crate::store::Store>>,
+    /// Where nodes with a cache policy keep their updates.
+    pub cache: Option<Arc<dyn crate::cache::NodeCache>>,
     pub thread: Arc<str>,
     pub durability: Durability,
     pub cancel: tokio_util::sync::CancellationToken,
@@ -463,6 +467,8 @@ impl Run {
             cancel: &self.scope.cancel,
             resume: &self.resume,
             host: self.scope.clone(),
+            store: self.scope.store.clone(),
+            cache: self.scope.cache.clone(),
             finished: self.store.finished_tasks(),
         };
         let ran = runner::execute(env, plans, &mut self.node_counts).await;
@@ -482,7 +488,7 @@ impl Run {
             let updates = ended
                 .into_iter()
                 .filter_map(|e| match e {
-                    TaskEnd::Done { update, cached } => Some((update, cached)),
+                    TaskEnd::Done { update, cached, .. } => Some((update, cached)),
                     _ => None,
                 })
                 .collect();
@@ -505,9 +511,10 @@ impl Run {
             match end {
                 TaskEnd::Done {
                     update,
-                    cached: false,
+                    saved: false,
+                    ..
                 } => saves.push((plan.id.clone(), encode_update(&update))),
-                TaskEnd::Done { cached: true, .. } => {}
+                TaskEnd::Done { saved: true, .. } => {}
                 TaskEnd::Interrupted(list) => {
                     let v = serde_json::to_value(&list).unwrap_or(Value::Null);
                     saves.push((plan.id.clone(), vec![(special::INTERRUPT.0.to_string(), v)]));

@@ -2,11 +2,13 @@
 //! capture and tracing span; a step's tasks run concurrently, results kept in task order.
 
 use super::plan::TaskPlan;
+use crate::cache::NodeCache;
 use crate::error::RunError;
 use crate::graph::{GraphInner, NodeOptions};
 use crate::node::{Node, NodeError, TaskContext, TaskHost};
 use crate::retry::RetryOn;
 use crate::state::StateView;
+use crate::store::Store;
 use crate::stream::Emitter;
 use crate::stream::{DebugEvent, EventKind, Mode};
 use crate::update::Update;
@@ -24,8 +26,13 @@ use tracing::Instrument;
 
 /// How one task of a step ended.
 pub(super) enum TaskEnd {
-    /// It returned an update (`cached`: reused from the pending writes of an earlier attempt).
-    Done { update: Update, cached: bool },
+    /// It returned an update. `cached`: not run, reused (from the node cache, or from the
+    /// pending writes of an earlier attempt, which `saved` says).
+    Done {
+        update: Update,
+        cached: bool,
+        saved: bool,
+    },
     /// It asked a human.
     Interrupted(Vec<crate::node::Interrupt>),
     /// It failed after its retries (or the run was cancelled).
@@ -92,6 +99,10 @@ pub(super) struct StepEnv<'a> {
     pub cancel: &'a CancellationToken,
     pub resume: &'a Arc<BTreeMap<String, Value>>,
     pub host: Arc<dyn TaskHost>,
+    /// The graph's store, for the task contexts.
+    pub store: Option<Arc<dyn Store>>,
+    /// The node cache (used for nodes with a cache policy).
+    pub cache: Option<Arc<dyn NodeCache>>,
     /// Updates of tasks that finished in an earlier attempt of this step, by task id.
     pub finished: HashMap<&'a str, Update>,
 }
@@ -115,19 +126,40 @@ pub(super) async fn execute(env: StepEnv<'_>, plans: &mut [TaskPlan], counts: &m
             ends.push(Some(TaskEnd::Done {
                 update: update.clone(),
                 cached: true,
+                saved: true,
             }));
-            if env.emitter.enabled(Mode::Debug) {
-                let ev = DebugEvent::TaskEnd {
-                    step: env.step,
-                    task_id: plan.id.clone(),
-                    error: None,
-                    cached: true,
-                };
-                env.emitter
-                    .emit(Some(&entry.name), EventKind::Debug(ev))
-                    .await;
-            }
+            reused(&env, &entry.name, &plan.id).await;
             continue;
+        }
+        let mut cache = None;
+        if let (Some(c), Some(policy)) = (&env.cache, &entry.options.cache) {
+            let input = match &plan.payload {
+                Some(p) => p.clone(),
+                None => env.state.to_object(),
+            };
+            let key = policy.key_of(&env.graph.name, &entry.name, &input);
+            match c.get(&env.graph.name, &entry.name, &key).await {
+                Ok(Some(update)) => {
+                    ends.push(Some(TaskEnd::Done {
+                        update,
+                        cached: true,
+                        saved: false,
+                    }));
+                    reused(&env, &entry.name, &plan.id).await;
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(node = %entry.name, error = %e, "node cache read failed; running the node")
+                }
+            }
+            cache = Some(CacheSlot {
+                cache: c.clone(),
+                graph: env.graph.name.clone(),
+                node: entry.name.clone(),
+                key,
+                ttl: policy.ttl,
+            });
         }
         ends.push(None);
         counts[plan.node] += 1;
@@ -145,12 +177,15 @@ pub(super) async fn execute(env: StepEnv<'_>, plans: &mut [TaskPlan], counts: &m
             interrupt_calls: Arc::new(AtomicUsize::new(0)),
             host: Some(env.host.clone()),
             salvage: Default::default(),
+            store: env.store.clone(),
+            answered: Arc::default(),
         };
         jobs.push(Job {
             index,
             node: entry.node.clone(),
             ctx,
             options: entry.options.clone(),
+            cache,
         });
     }
     let executed = jobs.len() as u64;
@@ -164,12 +199,35 @@ pub(super) async fn execute(env: StepEnv<'_>, plans: &mut [TaskPlan], counts: &m
     Ran { ends, executed }
 }
 
-/// A task to run: its index in the step, node, context and options.
+/// Emits the debug end of a task that was not run (its update reused).
+async fn reused(env: &StepEnv<'_>, node: &str, task_id: &str) {
+    if env.emitter.enabled(Mode::Debug) {
+        let ev = DebugEvent::TaskEnd {
+            step: env.step,
+            task_id: task_id.to_string(),
+            error: None,
+            cached: true,
+        };
+        env.emitter.emit(Some(node), EventKind::Debug(ev)).await;
+    }
+}
+
+/// Where a task with a cache policy keeps its update when it succeeds.
+struct CacheSlot {
+    cache: Arc<dyn NodeCache>,
+    graph: String,
+    node: String,
+    key: String,
+    ttl: Option<std::time::Duration>,
+}
+
+/// A task to run: its index in the step, node, context, options and cache entry.
 struct Job {
     index: usize,
     node: Arc<dyn Node>,
     ctx: TaskContext,
     options: NodeOptions,
+    cache: Option<CacheSlot>,
 }
 
 /// Why an attempt produced no update.
@@ -240,8 +298,16 @@ async fn attempt(
     }
 }
 
-/// Runs a task to its end, retrying as its policy says.
-async fn run_task(node: Arc<dyn Node>, ctx: TaskContext, options: NodeOptions) -> TaskEnd {
+/// Runs a task to its end, retrying as its policy says; a success is cached when the task
+/// has a cache entry.
+async fn run_task(job: Job) -> TaskEnd {
+    let Job {
+        node,
+        ctx,
+        options,
+        cache,
+        ..
+    } = job;
     let span =
         tracing::info_span!("task", node = %ctx.node, task_id = %ctx.task_id, step = ctx.step);
     async move {
@@ -289,10 +355,20 @@ async fn run_task(node: Arc<dyn Node>, ctx: TaskContext, options: NodeOptions) -
         }
         let failure = match result {
             Ok(update) => {
+                let answered = ctx.answered.load(std::sync::atomic::Ordering::SeqCst);
+                if let Some(slot) = cache.filter(|_| !answered) {
+                    let set = slot
+                        .cache
+                        .set(&slot.graph, &slot.node, &slot.key, &update, slot.ttl);
+                    if let Err(e) = set.await {
+                        tracing::warn!(error = %e, "node cache write failed");
+                    }
+                }
                 return TaskEnd::Done {
                     update,
                     cached: false,
-                }
+                    saved: false,
+                };
             }
             Err(Failure::Node(NodeError::Interrupted(list))) => return TaskEnd::Interrupted(list),
             Err(Failure::Node(NodeError::Cancelled)) => {
@@ -323,6 +399,7 @@ async fn run_task(node: Arc<dyn Node>, ctx: TaskContext, options: NodeOptions) -
                 serde_json::json!({"node": &*ctx.node, "code": code, "message": message}),
             ),
             cached: false,
+            saved: false,
         }
     }
     .instrument(span)
@@ -333,12 +410,13 @@ async fn run_task(node: Arc<dyn Node>, ctx: TaskContext, options: NodeOptions) -
 async fn run_jobs(mut jobs: Vec<Job>, ends: &mut [Option<TaskEnd>]) {
     if jobs.len() == 1 {
         if let Some(j) = jobs.pop() {
-            ends[j.index] = Some(run_task(j.node, j.ctx, j.options).await);
+            let index = j.index;
+            ends[index] = Some(run_task(j).await);
         }
     } else if jobs.len() <= spawn_limit() {
         let handles: Vec<(usize, tokio::task::JoinHandle<TaskEnd>)> = jobs
             .into_iter()
-            .map(|j| (j.index, tokio::spawn(run_task(j.node, j.ctx, j.options))))
+            .map(|j| (j.index, tokio::spawn(run_task(j))))
             .collect();
         for (i, h) in handles {
             ends[i] = Some(h.await.unwrap_or_else(joined_error));
@@ -382,7 +460,7 @@ fn joined_error(e: tokio::task::JoinError) -> TaskEnd {
 type JobFuture = Pin<Box<dyn Future<Output = (usize, TaskEnd)> + Send>>;
 
 fn run_job(j: Job) -> JobFuture {
-    Box::pin(async move { (j.index, run_task(j.node, j.ctx, j.options).await) })
+    Box::pin(async move { (j.index, run_task(j).await) })
 }
 
 /// Runs a share of a wide step, a bounded number at a time.

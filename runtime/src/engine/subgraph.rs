@@ -31,10 +31,12 @@ impl TaskHost for RunScope {
     }
 
     async fn run_subgraph(&self, sub: &Subgraph, ctx: TaskContext) -> Result<Update, NodeError> {
-        // The child shares the run's store, thread and token; the resume answers are the ones
+        // The child shares the run's checkpointer, store, cache, thread and token; the resume answers are the ones
         // its parent task received (the root's whole map: ids are unique across namespaces).
         let scope = RunScope {
             checkpointer: self.checkpointer.clone(),
+            store: self.store.clone(),
+            cache: self.cache.clone(),
             thread: self.thread.clone(),
             durability: self.durability,
             cancel: self.cancel.clone(),
@@ -53,6 +55,8 @@ impl CompiledGraph {
     pub(crate) fn detached_host(ctx: &TaskContext) -> Arc<dyn TaskHost> {
         Arc::new(RunScope {
             checkpointer: None,
+            store: ctx.store.clone(),
+            cache: None,
             thread: ctx.thread_id.clone(),
             durability: Durability::Sync,
             cancel: ctx.cancel.clone(),

@@ -107,6 +107,7 @@ async fn retry_policy_retries_transient_failures_then_succeeds() {
                 retry: Some(policy.clone()),
                 timeout: None,
                 catch: None,
+                cache: None,
             },
         )
         .edge(START, "flaky")
@@ -127,6 +128,7 @@ async fn retry_policy_retries_transient_failures_then_succeeds() {
                 retry: Some(policy),
                 timeout: None,
                 catch: None,
+                cache: None,
             },
         )
         .edge(START, "bad")
@@ -150,6 +152,7 @@ async fn node_timeout_fails_the_node() {
                 retry: None,
                 timeout: Some(Duration::from_millis(20)),
                 catch: None,
+                cache: None,
             },
         )
         .edge(START, "slow")

@@ -15,3 +15,4 @@ mod reducer_index;
 mod reducer_props;
 mod send_sync;
 mod smoke;
+mod store;

@@ -5,4 +5,5 @@ mod agent;
 mod api;
 mod reload;
 mod snapshots;
+mod store;
 mod tool_confirm;

@@ -28,6 +28,7 @@ impl LlmNode {
             pricing: None,
             structured: None,
             memory: None,
+            store_memory: None,
             max_iterations: None,
             on_overflow: Some(OverflowCompaction::default()),
             max_calls: None,
@@ -55,6 +56,13 @@ impl LlmNode {
     /// Loads and saves the conversation in `memory` (see the type docs).
     pub fn memory(mut self, memory: Arc<dyn ChatMemory>) -> Self {
         self.memory = Some(memory);
+        self
+    }
+
+    /// Loads and saves the conversation in the graph's store, under the namespace `spec`
+    /// computes for each task (the conversation is shared by every thread with that namespace).
+    pub fn store_memory(mut self, spec: crate::memory::StoreMemorySpec) -> Self {
+        self.store_memory = Some(spec);
         self
     }
 

@@ -54,7 +54,9 @@ pub type ToolChoiceFn =
 /// * With [`LlmNode::memory`], the session's remembered messages (session id: the run setting
 ///   `session_id`, else the thread id) are sent before the conversation, and a final answer (no
 ///   tool calls) is remembered with the human message it answers. Messages already remembered
-///   (same id) are not added twice, so a re-run after a crash does not duplicate them.
+///   (same id) are not added twice, so a re-run after a crash does not duplicate them. With
+///   [`LlmNode::store_memory`], the same on the graph's store, under a namespace computed from
+///   each task's state (every thread of one user shares the conversation).
 /// * With [`LlmNode::max_iterations`], the node fails with `MAX_ITERATIONS` instead of calling
 ///   the model once the conversation holds that many AI messages after the last human one;
 ///   with [`LlmNode::max_calls`], with `MAX_CALLS` once it holds that many AI messages at all.
@@ -109,6 +111,8 @@ pub struct LlmNode {
     pub structured: Option<(Value, String)>,
     /// Conversation memory across threads and runs.
     pub memory: Option<Arc<dyn ChatMemory>>,
+    /// Conversation memory on the graph's store (takes precedence over `memory`).
+    pub store_memory: Option<crate::memory::StoreMemorySpec>,
     /// The most AI answers after the last human message.
     pub max_iterations: Option<usize>,
     /// How a context overflow is handled (`None`: it fails the node).
@@ -415,9 +419,14 @@ impl LlmNode {
             }
         }
         let mut req = self.request(ctx.state(), ctx.payload())?;
-        let session = Self::session(&ctx);
+        // A memory on the graph's store is opened per task (its namespace comes from the
+        // state); its namespace names the conversation, so there is no session.
+        let (memory, session) = match &self.store_memory {
+            Some(spec) => (Some(spec.open(&ctx)?), String::new()),
+            None => (self.memory.clone(), Self::session(&ctx)),
+        };
         let mut remembered = Vec::new();
-        if let Some(memory) = &self.memory {
+        if let Some(memory) = &memory {
             remembered = memory.load(&session).await.map_err(memory_error)?;
             let mut messages = remembered.clone();
             messages.append(&mut req.messages);
@@ -476,7 +485,7 @@ impl LlmNode {
                     ctx.emit_custom(event).await;
                 }
                 let answer = recovery::mark(response.to_message(msg_id.clone()), &recovered);
-                if let (Some(memory), true) = (&self.memory, response.tool_calls.is_empty()) {
+                if let (Some(memory), true) = (&memory, response.tool_calls.is_empty()) {
                     self.remember(&ctx, memory.as_ref(), &session, &remembered, &answer)
                         .await?;
                 }

@@ -9,6 +9,7 @@ mod conveniences;
 mod hostile;
 mod providers;
 mod run;
+mod store;
 mod stores_and_threads;
 
 struct Out {

@@ -1,4 +1,5 @@
-//! Nodes, tools, models and options (E0210–E0212, E0240–E0243, E0260, E0270, E0280, E0291).
+//! Nodes, tools, models and options (E0210–E0212, E0240–E0243, E0260, E0270–E0272, E0280,
+//! E0291).
 
 use super::a;
 use crate::ast::Span;
@@ -207,6 +208,50 @@ pub fn timeout_not_duration(span: Span) -> Diagnostic {
     Diagnostic::new(codes::BAD_RETRY, span, "a timeout is a duration")
         .label("not a duration")
         .help("write e.g. `timeout: 30s` (units: ms, s, m, h)")
+}
+
+/// A key a `cache { … }` block does not have; `known` are the keys it has.
+pub fn unknown_cache_option(span: Span, key: &str, known: &[&str]) -> Diagnostic {
+    Diagnostic::new(
+        codes::BAD_CACHE,
+        span,
+        format!("`{key}` is not a cache option"),
+    )
+    .label("unknown option")
+    .help(suggestion("options", key, known.iter().copied()))
+}
+
+/// A cache `ttl` that is not a positive duration.
+pub fn bad_cache_ttl(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        codes::BAD_CACHE,
+        span,
+        "a cache ttl is a positive duration",
+    )
+    .label("not a positive duration")
+    .help("write e.g. `cache { ttl: 10m }` (units: ms, s, m, h), or `cache {}` to keep results until the cache is cleared")
+}
+
+/// `memory: { store: "store" }` without a `namespace` list (or with a bad one).
+pub fn store_memory_without_namespace(span: Span) -> Diagnostic {
+    Diagnostic::new(
+        codes::BAD_MEMORY,
+        span,
+        "a memory on the graph's store needs a `namespace`",
+    )
+    .label("no namespace list")
+    .help("name the conversation with a non-empty list of expressions on the state, e.g. `memory: { store: \"store\", namespace: [\"users\", user_id] }`")
+}
+
+/// `namespace` in the memory of a store other than the graph's.
+pub fn namespace_without_graph_store(span: Span, store: &str) -> Diagnostic {
+    Diagnostic::new(
+        codes::BAD_MEMORY,
+        span,
+        format!("a `{store}` memory has no namespace"),
+    )
+    .label("only for `store: \"store\"`")
+    .help("a namespace names a conversation in the graph's long-term store: write `store: \"store\"`, or drop `namespace` (a `buffer`, `sled` or `redis` memory is keyed by the session)")
 }
 
 /// A retry option whose value has the wrong type (found when compiling).
