@@ -23,12 +23,14 @@ pub type FlushFn = dyn Fn() -> Result<(), String> + Send + Sync;
 #[derive(Clone)]
 pub struct GroupCommit {
     inner: Arc<Inner>,
+    /// Kept apart from `inner`: a flush drops its handle on the store before it announces its
+    /// end, so a caller that closes the store right after its flush returned holds the last one.
+    flush: Arc<FlushFn>,
 }
 
 struct Inner {
     state: Mutex<State>,
     ended: Notify,
-    flush: Box<FlushFn>,
     /// Flushes issued so far.
     issued: AtomicU64,
 }
@@ -54,9 +56,9 @@ impl GroupCommit {
             inner: Arc::new(Inner {
                 state: Mutex::new(State::default()),
                 ended: Notify::new(),
-                flush: Box::new(flush),
                 issued: AtomicU64::new(0),
             }),
+            flush: Arc::new(flush),
         }
     }
 
@@ -103,23 +105,19 @@ impl GroupCommit {
 
     /// Runs flush `number` on the blocking pool and publishes its end.
     fn start(&self, number: u64) {
-        let inner = self.inner.clone();
+        let (inner, flush) = (self.inner.clone(), self.flush.clone());
         let run = move || {
             inner.issued.fetch_add(1, Ordering::Relaxed);
-            let result = (inner.flush)();
+            // A panicking flush must still release the waiters, with an error.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| flush()))
+                .unwrap_or_else(|_| Err("the flush panicked".to_string()));
+            drop(flush);
             inner.finish(number, result);
         };
         match tokio::runtime::Handle::try_current() {
             Ok(handle) => {
-                let inner = self.inner.clone();
-                let task = handle.spawn_blocking(run);
-                // A blocking task that panics never reaches `finish`: record the failure so the
-                // waiters are released with an error.
-                handle.spawn(async move {
-                    if let Err(e) = task.await {
-                        inner.finish(number, Err(format!("the flush task failed: {e}")));
-                    }
-                });
+                // The task is detached: its handle is not needed, `finish` reports the end.
+                drop(handle.spawn_blocking(run));
             }
             // Outside a runtime (a synchronous caller driving the future by hand): flush here.
             Err(_) => run(),
@@ -230,6 +228,29 @@ mod tests {
         });
         assert_eq!(gc.flush().await, Err("disk full".to_string()));
         gc.flush().await.expect("the next flush succeeds");
+    }
+
+    #[tokio::test]
+    async fn a_panicking_flush_releases_its_waiters() {
+        let gc = GroupCommit::new(|| panic!("boom"));
+        assert_eq!(gc.flush().await, Err("the flush panicked".to_string()));
+    }
+
+    #[tokio::test]
+    async fn the_store_is_released_when_the_flush_returns() {
+        let store = Arc::new(());
+        let held = store.clone();
+        let gc = GroupCommit::new(move || {
+            let _ = &held;
+            Ok(())
+        });
+        gc.flush().await.expect("flush");
+        drop(gc);
+        assert_eq!(
+            Arc::strong_count(&store),
+            1,
+            "a flush still holds the store"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
