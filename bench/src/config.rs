@@ -102,7 +102,10 @@ impl StoreKind {
 
     /// Whether checkpoints go to disk.
     pub fn is_durable(self) -> bool {
-        matches!(self, StoreKind::Sled | StoreKind::Sqlite | StoreKind::Postgres)
+        matches!(
+            self,
+            StoreKind::Sled | StoreKind::Sqlite | StoreKind::Postgres
+        )
     }
 
     /// Whether a checkpointer is attached at all.

@@ -92,8 +92,8 @@ pub use thread_run::{open_run, OpenError, OpenRun, Opening};
 pub use versions::GraphVersion;
 
 use agentgraph_dsl::Registry;
-use agentgraph_runtime::checkpoint::{RunLeases, ThreadLocks};
 use agentgraph_runtime::cache::{NodeCache, StoreCache};
+use agentgraph_runtime::checkpoint::{RunLeases, ThreadLocks};
 use agentgraph_runtime::store::{InMemoryStore, Store};
 use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
 use runs::ActiveRun;

@@ -6,8 +6,8 @@
 mod common;
 
 mod conformance;
-mod run_leases;
 mod item_store;
+mod run_leases;
 mod store;
 mod thread_locks;
 mod two_instances;
