@@ -289,6 +289,83 @@ async fn after_sigkill_a_restart_ends_the_log_as_interrupted_and_the_thread_resu
     resume_makes_progress(&s, &http, "kill-1", count).await;
 }
 
+/// Reads SSE blocks from `resp` until `done` says stop; returns `(id, data)` of each event
+/// (gap blocks included, with their data).
+async fn read_events(
+    resp: &mut reqwest::Response,
+    mut done: impl FnMut(&[(u64, Value)]) -> bool,
+) -> Vec<(u64, Value)> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    let (mut buf, mut out) = (String::new(), Vec::new());
+    loop {
+        while let Some(i) = buf.find("\n\n") {
+            let block: String = buf.drain(..i + 2).collect();
+            let id = block
+                .lines()
+                .find_map(|l| l.strip_prefix("id:"))
+                .and_then(|v| v.trim().parse::<u64>().ok());
+            let data = block.lines().find_map(|l| l.strip_prefix("data:"));
+            if let (Some(id), Some(data)) = (id, data) {
+                out.push((id, serde_json::from_str(data.trim()).expect("json event")));
+                if done(&out) {
+                    return out;
+                }
+            }
+        }
+        let chunk = tokio::time::timeout_at(deadline, resp.chunk())
+            .await
+            .unwrap_or_else(|_| panic!("no more events after {out:?}"))
+            .expect("sse chunk")
+            .unwrap_or_else(|| panic!("stream ended after {out:?}"));
+        buf.push_str(&String::from_utf8_lossy(&chunk));
+    }
+}
+
+/// The replay is exact across a SIGKILL: an event reaches clients only once it is on disk, so
+/// the `interrupted` event a restart appends gets an id above every id a client saw, and a
+/// client reconnecting with the last id it received sees the run end (before events were
+/// published only after they were durable, the restart reused an id the client already had).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_reconnecting_after_a_sigkill_sees_the_run_end() {
+    let db = tempfile::tempdir().expect("tempdir");
+    let http = reqwest::Client::new();
+    for round in 0..3 {
+        let thread = format!("kill-replay-{round}");
+        let mut s = start(&examples(), db.path());
+        let body: Value = serde_json::from_str(LONG_RUN).expect("json");
+        let mut resp = http
+            .get(format!("{}/threads/{thread}/events?lastEventId=0", s.base))
+            .send()
+            .await
+            .expect("sse");
+        let (st, v) = s.post(&http, &format!("/threads/{thread}/runs"), body).await;
+        assert_eq!(st, 202, "{v}");
+        // Kill it as soon as the client has some events: no time for a background flush.
+        let seen = read_events(&mut resp, |evs| evs.len() >= 10 + round).await;
+        s.signal(libc::SIGKILL);
+        s.wait_exit(Duration::from_secs(10));
+        drop(s);
+        let last = seen.iter().map(|(id, _)| *id).max().expect("events");
+
+        let s = start(&examples(), db.path());
+        let mut resp = http
+            .get(format!("{}/threads/{thread}/events", s.base))
+            .header("Last-Event-ID", last.to_string())
+            .send()
+            .await
+            .expect("sse");
+        assert_eq!(resp.status().as_u16(), 200);
+        let after = read_events(&mut resp, |evs| {
+            evs.iter()
+                .any(|(_, v)| v["mode"] == "run" && v["data"]["status"] == "interrupted")
+        })
+        .await;
+        for (id, v) in &after {
+            assert!(*id > last, "round {round}: id {id} after Last-Event-ID {last}: {v}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broken_graph_edit_is_reported_on_stderr() {
     let db = tempfile::tempdir().expect("tempdir");
