@@ -338,7 +338,9 @@ async fn a_client_reconnecting_after_a_sigkill_sees_the_run_end() {
             .send()
             .await
             .expect("sse");
-        let (st, v) = s.post(&http, &format!("/threads/{thread}/runs"), body).await;
+        let (st, v) = s
+            .post(&http, &format!("/threads/{thread}/runs"), body)
+            .await;
         assert_eq!(st, 202, "{v}");
         // Kill it as soon as the client has some events: no time for a background flush.
         let seen = read_events(&mut resp, |evs| evs.len() >= 10 + round).await;
@@ -361,7 +363,10 @@ async fn a_client_reconnecting_after_a_sigkill_sees_the_run_end() {
         })
         .await;
         for (id, v) in &after {
-            assert!(*id > last, "round {round}: id {id} after Last-Event-ID {last}: {v}");
+            assert!(
+                *id > last,
+                "round {round}: id {id} after Last-Event-ID {last}: {v}"
+            );
         }
     }
 }
