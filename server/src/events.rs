@@ -274,7 +274,10 @@ impl EventStore {
                 Ok(rt) => {
                     let commit = t.commit.clone();
                     rt.spawn(async move {
-                        if let Err(e) = commit.flush().await {
+                        let flushed = commit.flush().await;
+                        // Not kept past the flush: it holds the database open.
+                        drop(commit);
+                        if let Err(e) = flushed {
                             // Readers still get the event: hiding the log for good would be
                             // worse than a replay that may miss it after a crash.
                             tracing::error!(error = %e, "flushing the event log failed");
