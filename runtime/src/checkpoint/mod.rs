@@ -13,6 +13,7 @@ mod memory;
 mod run_leases;
 mod sled_store;
 mod thread_locks;
+mod wal;
 
 pub use group_commit::{FlushFn, GroupCommit};
 pub use kv::{AsyncKvStore, KvCheckpointer, KvStore, KvVisitor};
@@ -20,6 +21,7 @@ pub use memory::{MemoryCheckpointer, MemoryStore};
 pub use run_leases::{ClaimedRun, RunLeases, RunOutcome, RunRecord};
 pub use sled_store::{SledCheckpointer, SledStore};
 pub use thread_locks::{LocalThreadLocks, ReleaseFn, ThreadLease, ThreadLocks};
+pub use wal::{WalError, WalSettings, WalTree};
 
 use crate::ids::CheckpointId;
 use async_trait::async_trait;

@@ -1,32 +1,40 @@
-//! The embedded default: sled 0.34. Each checkpoint is one atomic batch; durability comes from
-//! explicit flushes (sled itself syncs only every 500 ms), which the engine issues according to
-//! the run's durability mode. Flushes go through a [`GroupCommit`], so concurrent runs share
-//! them.
+//! The embedded default: sled 0.34 behind the write-ahead log of [`super::wal`]. Each
+//! checkpoint is one atomic batch, visible at once and durable once a flush returns; the engine
+//! flushes according to the run's durability mode, and concurrent runs share each flush (group
+//! commit: one write and one `fdatasync` of the log for all of them). sled receives the batches
+//! later, in the background, and only ones the log already holds durably.
 
-use super::group_commit::GroupCommit;
 use super::kv::{KvCheckpointer, KvStore};
+use super::wal::{WalSettings, WalTree};
 use super::CheckpointError;
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
 
-/// A sled tree used as the ordered store.
+/// A sled tree used as the ordered store, behind a write-ahead log.
 pub struct SledStore {
-    db: sled::Db,
-    tree: sled::Tree,
+    tree: WalTree,
     path: PathBuf,
-    commit: GroupCommit,
 }
 
 /// The sled checkpointer.
 pub type SledCheckpointer = KvCheckpointer<SledStore>;
 
-fn backend(e: sled::Error) -> CheckpointError {
+fn backend(e: impl std::fmt::Display) -> CheckpointError {
     CheckpointError::Backend(e.to_string())
 }
 
 impl KvCheckpointer<SledStore> {
-    /// Opens (or creates) a sled store in the folder `path`.
+    /// Opens (or creates) a sled store in the folder `path`, replaying what a crash left in its
+    /// write-ahead log.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, CheckpointError> {
+        Self::open_with(path, WalSettings::default())
+    }
+
+    /// [`Self::open`] with explicit merge settings.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        settings: WalSettings,
+    ) -> Result<Self, CheckpointError> {
         let path = path.as_ref().to_path_buf();
         let db = sled::Config::new()
             .path(&path)
@@ -46,29 +54,14 @@ impl KvCheckpointer<SledStore> {
                 }
                 _ => CheckpointError::Backend(format!("opening {}: {e}", path.display())),
             })?;
-        let tree = db.open_tree("checkpoints").map_err(backend)?;
         // sled's own flush writes its log with `sync_file_range` on Linux, which survives a
-        // killed process but neither flushes the disk's write cache nor the file's metadata: a
-        // power loss could still lose the checkpoint. An `fdatasync` of the log file after it
-        // makes the flush durable on the disk (any descriptor of the file will do). Not
-        // `flush_async`: in sled 0.34 concurrent `flush_async` calls can deadlock (a known sled
-        // bug, fixed only on its unreleased main branch). The group commit runs the blocking
-        // flush on the blocking pool, one at a time, shared by every writer waiting for it.
-        let log_path = path.join("db");
-        let log = std::fs::File::open(&log_path).map_err(|e| {
-            CheckpointError::Backend(format!("opening {}: {e}", log_path.display()))
-        })?;
-        let flushed = tree.clone();
-        let commit = GroupCommit::new(move || {
-            flushed.flush().map_err(|e| e.to_string())?;
-            log.sync_data().map_err(|e| format!("fdatasync: {e}"))
-        });
-        Ok(KvCheckpointer::with_store(SledStore {
-            db,
-            tree,
-            path,
-            commit,
-        }))
+        // killed process but neither flushes the disk's write cache nor the file's metadata;
+        // the write-ahead log follows each sled flush with an `fdatasync` of sled's log file,
+        // and syncs its own segments with `fdatasync`, so a flushed checkpoint survives a
+        // power loss too.
+        let tree = WalTree::open(db, "checkpoints", &path, settings)
+            .map_err(|e| CheckpointError::Backend(format!("opening {}: {e}", path.display())))?;
+        Ok(KvCheckpointer::with_store(SledStore { tree, path }))
     }
 }
 
@@ -80,24 +73,30 @@ impl SledStore {
 
     /// The database, for other trees beside the checkpoints (the long-term store's).
     pub fn db(&self) -> &sled::Db {
-        &self.db
+        self.tree.db()
     }
 
     /// sled's own estimate of its size on disk.
     pub fn size_on_disk(&self) -> Result<u64, CheckpointError> {
-        self.db.size_on_disk().map_err(backend)
+        self.tree.db().size_on_disk().map_err(backend)
     }
 
-    /// How many flushes (each at least one fsync) the store has issued since it was opened.
+    /// How many syncs the store has issued since it was opened: `fdatasync`s of the
+    /// write-ahead log and sled flushes of the background merge.
     pub fn flushes(&self) -> u64 {
-        self.commit.flushes()
+        self.tree.syncs()
+    }
+
+    /// Moves every logged checkpoint into sled and empties the log (a clean close does this).
+    pub fn drain(&self) -> Result<(), CheckpointError> {
+        self.tree.drain().map_err(backend)
     }
 }
 
 #[async_trait]
 impl KvStore for SledStore {
     fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, CheckpointError> {
-        Ok(self.tree.get(key).map_err(backend)?.map(|v| v.to_vec()))
+        self.tree.get(key).map_err(backend)
     }
 
     fn scan(
@@ -107,23 +106,7 @@ impl KvStore for SledStore {
         reverse: bool,
         visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     ) -> Result<(), CheckpointError> {
-        let range = self.tree.range(start..end);
-        if reverse {
-            for item in range.rev() {
-                let (k, v) = item.map_err(backend)?;
-                if !visit(&k, &v) {
-                    break;
-                }
-            }
-        } else {
-            for item in range {
-                let (k, v) = item.map_err(backend)?;
-                if !visit(&k, &v) {
-                    break;
-                }
-            }
-        }
-        Ok(())
+        self.tree.scan(start, end, reverse, visit).map_err(backend)
     }
 
     fn apply(
@@ -131,18 +114,11 @@ impl KvStore for SledStore {
         puts: Vec<(Vec<u8>, Vec<u8>)>,
         deletes: Vec<Vec<u8>>,
     ) -> Result<(), CheckpointError> {
-        let mut batch = sled::Batch::default();
-        for k in deletes {
-            batch.remove(k);
-        }
-        for (k, v) in puts {
-            batch.insert(k, v);
-        }
-        self.tree.apply_batch(batch).map_err(backend)
+        self.tree.apply(puts, deletes).map_err(backend)
     }
 
     async fn flush(&self) -> Result<(), CheckpointError> {
-        self.commit
+        self.tree
             .flush()
             .await
             .map_err(|e| CheckpointError::Backend(format!("flushing {}: {e}", self.path.display())))

@@ -1,0 +1,379 @@
+//! A write-ahead log in front of a sled tree: the sled checkpointer's fast durable path.
+//!
+//! sled makes a batch durable by flushing its own log, which on Linux costs a page-cache write
+//! of every dirty page plus `sync_file_range` per flush, and its per-key insert path costs tens
+//! of microseconds of CPU: with many concurrent runs the CPU, not the disk, became the limit. A
+//! [`WalTree`] takes sled off the durable path:
+//!
+//! 1. **apply** frames the batch onto an in-memory log buffer and records it in the active
+//!    overlay table (reads see it at once), under one lock, so log order = apply order.
+//! 2. **flush** (through a [`GroupCommit`], shared by every concurrent caller) appends the buffer
+//!    to the current segment file and `fdatasync`s it: one write and one sync for all of them.
+//! 3. A **merger** thread freezes the overlay every [`WalSettings::merge_every`] or when it
+//!    holds [`WalSettings::merge_bytes`], syncs the log up to it, applies it to sled, flushes
+//!    sled, then drops the frozen table and deletes the segments it covered.
+//!
+//! Reads look in the active table, then the frozen ones (newest first), then sled; data only
+//! moves in that direction, and a table is dropped only once sled holds its entries.
+//!
+//! Crash safety rests on one invariant: **sled only ever receives batches that are durable in
+//! the log**, and a segment is deleted only after sled flushed everything in it. So on open,
+//! replaying the remaining segments in order over sled's state yields exactly the sequence of
+//! durable batches: every key a replayed batch touches ends at its newest durable value, and
+//! every other key is as the deleted segments left it. A torn tail of the newest segment (a
+//! write the crash cut) was never reported durable and is dropped.
+
+mod frame;
+mod merge;
+mod overlay;
+mod segments;
+
+use super::group_commit::GroupCommit;
+use overlay::Table;
+use segments::Segments;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
+
+/// Why the log failed.
+#[derive(Debug, thiserror::Error)]
+pub enum WalError {
+    /// A file operation failed.
+    #[error("write-ahead log {path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A record before the newest segment's tail does not read back.
+    #[error(
+        "write-ahead log {path} is damaged at byte {offset} (a record that was synced does not \
+         read back); the store cannot be opened safely: restore the folder from a backup, or \
+         move the damaged segment away to open the store without its batches"
+    )]
+    Damaged {
+        /// The segment.
+        path: PathBuf,
+        /// Where the bad record starts.
+        offset: u64,
+    },
+    /// sled failed.
+    #[error("sled: {0}")]
+    Sled(#[from] sled::Error),
+    /// An earlier failure left the log unusable; the store must be reopened.
+    #[error("the store failed earlier and must be reopened: {0}")]
+    Broken(String),
+}
+
+/// When the merger moves logged batches into sled.
+#[derive(Debug, Clone, Copy)]
+pub struct WalSettings {
+    /// Merge once the active table holds this many bytes.
+    pub merge_bytes: usize,
+    /// Merge a non-empty active table at least this often.
+    pub merge_every: Duration,
+    /// Seal a segment file once it grows past this size.
+    pub segment_bytes: u64,
+}
+
+impl Default for WalSettings {
+    fn default() -> Self {
+        WalSettings {
+            merge_bytes: 16 << 20,
+            merge_every: Duration::from_secs(1),
+            segment_bytes: 64 << 20,
+        }
+    }
+}
+
+/// A sled tree behind a write-ahead log (see the module docs).
+pub struct WalTree {
+    shared: Arc<Shared>,
+    commit: GroupCommit,
+    merger: Option<std::thread::JoinHandle<()>>,
+}
+
+struct Shared {
+    db: sled::Db,
+    tree: sled::Tree,
+    state: Mutex<State>,
+    /// Wakes the merger (work to do, or closing) and writers held back by a full overlay.
+    wake: Condvar,
+    /// Tables frozen for merging, oldest first. Lock order: `state`, then `frozen`.
+    frozen: RwLock<Vec<Arc<Table>>>,
+    log: Mutex<Segments>,
+    /// Held by a merge from freezing a table to dropping it, so tables reach sled in order.
+    merging: Mutex<()>,
+    /// sled's log file, synced after each sled flush (see the sled checkpointer's docs).
+    sled_file: std::fs::File,
+    sled_path: PathBuf,
+    /// fdatasyncs of the log plus sled flushes issued since open.
+    syncs: AtomicU64,
+    settings: WalSettings,
+}
+
+struct State {
+    next_seq: u64,
+    /// Framed batches not yet written to the segment file.
+    pending: Vec<u8>,
+    pending_max: u64,
+    active: Table,
+    active_bytes: usize,
+    closing: bool,
+    /// Set by a failure that leaves the log out of step with the tables.
+    broken: Option<String>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl WalTree {
+    /// Opens tree `name` of `db`, the sled database in folder `sled_dir`, with its log in
+    /// `sled_dir/wal`: replays what a crash left in the log into sled, makes sled durable,
+    /// starts an empty log and the merger.
+    pub fn open(
+        db: sled::Db,
+        name: &str,
+        sled_dir: &Path,
+        settings: WalSettings,
+    ) -> Result<Self, WalError> {
+        let dir = &sled_dir.join("wal");
+        let sled_path = sled_dir.join("db");
+        let sled_file = std::fs::File::open(&sled_path).map_err(|source| WalError::Io {
+            path: sled_path.clone(),
+            source,
+        })?;
+        let tree = db.open_tree(name)?;
+        let replayed = segments::replay(dir, &mut |record| {
+            let mut batch = sled::Batch::default();
+            for k in record.deletes {
+                batch.remove(k);
+            }
+            for (k, v) in record.puts {
+                batch.insert(k, v);
+            }
+            tree.apply_batch(batch).map_err(WalError::from)
+        })?;
+        if replayed > 0 {
+            tracing::info!(batches = replayed, dir = %dir.display(), "write-ahead log replayed into sled");
+            db.flush()?;
+            sled_file.sync_data().map_err(|source| WalError::Io {
+                path: sled_path.clone(),
+                source,
+            })?;
+        }
+        segments::remove_all(dir)?;
+        let log = Segments::create(dir, 1, settings.segment_bytes)?;
+        let shared = Arc::new(Shared {
+            db,
+            tree,
+            state: Mutex::new(State {
+                next_seq: 1,
+                pending: Vec::new(),
+                pending_max: 0,
+                active: Table::new(),
+                active_bytes: 0,
+                closing: false,
+                broken: None,
+            }),
+            wake: Condvar::new(),
+            frozen: RwLock::new(Vec::new()),
+            log: Mutex::new(log),
+            merging: Mutex::new(()),
+            sled_file,
+            sled_path,
+            syncs: AtomicU64::new(0),
+            settings,
+        });
+        let flushed = shared.clone();
+        let commit = GroupCommit::new(move || flushed.sync_log().map_err(|e| e.to_string()));
+        let merging = shared.clone();
+        let merger = std::thread::Builder::new()
+            .name("agentgraph-wal-merge".into())
+            .spawn(move || merge::run(&merging))
+            .map_err(|source| WalError::Io {
+                path: dir.to_path_buf(),
+                source,
+            })?;
+        Ok(WalTree {
+            shared,
+            commit,
+            merger: Some(merger),
+        })
+    }
+
+    /// One value.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, WalError> {
+        {
+            let s = lock(&self.shared.state);
+            if let Some(v) = s.active.get(key) {
+                return Ok(v.clone());
+            }
+        }
+        {
+            let frozen = self.shared.read_frozen();
+            for t in frozen.iter().rev() {
+                if let Some(v) = t.get(key) {
+                    return Ok(v.clone());
+                }
+            }
+        }
+        Ok(self.shared.tree.get(key)?.map(|v| v.to_vec()))
+    }
+
+    /// Visits keys in `[start, end)` in order (or reverse) until `visit` returns false.
+    pub fn scan(
+        &self,
+        start: &[u8],
+        end: &[u8],
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), WalError> {
+        if start >= end {
+            return Ok(());
+        }
+        let mut top = Table::new();
+        {
+            let s = lock(&self.shared.state);
+            let frozen = self.shared.read_frozen();
+            for t in frozen.iter() {
+                overlay::copy_range(t, start, end, &mut top);
+            }
+            overlay::copy_range(&s.active, start, end, &mut top);
+        }
+        let range = self.shared.tree.range(start..end);
+        if reverse {
+            overlay::merged_scan(&top, range.rev(), true, visit)?;
+        } else {
+            overlay::merged_scan(&top, range, false, visit)?;
+        }
+        Ok(())
+    }
+
+    /// Logs a batch (deletes first, then puts) and makes it visible; durable after
+    /// [`WalTree::flush`].
+    pub fn apply(
+        &self,
+        puts: Vec<(Vec<u8>, Vec<u8>)>,
+        deletes: Vec<Vec<u8>>,
+    ) -> Result<(), WalError> {
+        let mut s = lock(&self.shared.state);
+        // A merger far behind holds writers back rather than letting the overlay grow
+        // without bound (it only happens when sled cannot keep up for seconds).
+        while s.active_bytes >= 4 * self.shared.settings.merge_bytes && s.broken.is_none() {
+            self.shared.wake.notify_all();
+            s = self
+                .shared
+                .wake
+                .wait_timeout(s, Duration::from_millis(50))
+                .map(|(g, _)| g)
+                .unwrap_or_else(|p| p.into_inner().0);
+        }
+        if let Some(e) = &s.broken {
+            return Err(WalError::Broken(e.clone()));
+        }
+        let seq = s.next_seq;
+        s.next_seq += 1;
+        frame::append(&mut s.pending, seq, &puts, &deletes);
+        s.pending_max = seq;
+        let added = overlay::record(&mut s.active, puts, deletes);
+        s.active_bytes += added;
+        if s.active_bytes >= self.shared.settings.merge_bytes {
+            self.shared.wake.notify_all();
+        }
+        Ok(())
+    }
+
+    /// Returns once every batch applied before the call is durable (group commit).
+    pub async fn flush(&self) -> Result<(), String> {
+        self.commit.flush().await
+    }
+
+    /// Syncs of the log and flushes of sled issued since open.
+    pub fn syncs(&self) -> u64 {
+        self.shared.syncs.load(Ordering::Relaxed)
+    }
+
+    /// The sled database.
+    pub fn db(&self) -> &sled::Db {
+        &self.shared.db
+    }
+
+    /// Moves everything logged into sled, flushes sled and empties the log, then returns; the
+    /// tree stays usable. A clean close does this, so the next open replays nothing.
+    pub fn drain(&self) -> Result<(), WalError> {
+        merge::merge_now(&self.shared)
+    }
+}
+
+impl Drop for WalTree {
+    fn drop(&mut self) {
+        {
+            let mut s = lock(&self.shared.state);
+            s.closing = true;
+        }
+        self.shared.wake.notify_all();
+        if let Some(merger) = self.merger.take() {
+            // The merger drains what is left before it ends; a panic there was already
+            // reported by the panic hook, and the log still holds every durable batch.
+            let _ = merger.join();
+        }
+    }
+}
+
+impl Shared {
+    fn read_frozen(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Table>>> {
+        self.frozen.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn write_frozen(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<Table>>> {
+        self.frozen.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Writes the pending batches to the segment file and syncs it. One writer at a time (the
+    /// `log` lock), and the buffer is taken under it, so batches reach the file in log order.
+    fn sync_log(&self) -> Result<(), WalError> {
+        let mut log = lock(&self.log);
+        let (buf, max) = {
+            let mut s = lock(&self.state);
+            if let Some(e) = &s.broken {
+                return Err(WalError::Broken(e.clone()));
+            }
+            (std::mem::take(&mut s.pending), s.pending_max)
+        };
+        let written = (|| {
+            if !buf.is_empty() {
+                log.write(&buf, max)?;
+            }
+            log.sync()
+        })();
+        match written {
+            Ok(true) => {
+                self.syncs.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Ok(false) => Ok(()),
+            Err(e) => {
+                // The batches are visible in the tables but maybe not on disk: refuse to go on
+                // rather than merge them into sled unlogged.
+                self.fail(&e);
+                Err(e)
+            }
+        }
+    }
+
+    fn fail(&self, e: &WalError) {
+        let mut s = lock(&self.state);
+        if s.broken.is_none() {
+            s.broken = Some(e.to_string());
+        }
+        drop(s);
+        self.wake.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests;
