@@ -141,12 +141,12 @@ fn flush_policy(cfg: &BenchConfig) -> Option<&'static str> {
             "each write committed (synchronous_commit = on); concurrent writes share one statement and commit"
         }
         (_, DurabilityArg::Sync) => {
-            "sled flush + fdatasync after every checkpoint, before the next step; concurrent runs share flushes (group commit)"
+            "write-ahead log append + fdatasync after every checkpoint, before the next step; concurrent runs share them (group commit); sled receives the batches in the background"
         }
         (_, DurabilityArg::Async) => {
-            "sled flush + fdatasync in the background, shared while one is running; invoke waits for a final flush"
+            "write-ahead log append + fdatasync in the background, shared while one is running; invoke waits for a final one"
         }
-        (_, DurabilityArg::Exit) => "one checkpoint and one sled flush + fdatasync at the end of the run",
+        (_, DurabilityArg::Exit) => "one checkpoint and one write-ahead log append + fdatasync at the end of the run",
     })
 }
 
@@ -185,6 +185,16 @@ fn report(
             Workload::Threads | Workload::ThreadsConcurrent
         ) && wall_s > 0.0)
             .then(|| round_to(cfg.n as f64 / wall_s, 1)),
+        drain_ms: store.drain.map(|d| round_to(d.as_secs_f64() * 1e3, 3)),
+        threads_per_s_with_drain: store
+            .drain
+            .filter(|_| {
+                matches!(
+                    cfg.workload,
+                    Workload::Threads | Workload::ThreadsConcurrent
+                )
+            })
+            .map(|d| round_to(cfg.n as f64 / (wall_s + d.as_secs_f64()), 1)),
         concurrency: (cfg.workload == Workload::ThreadsConcurrent).then_some(cfg.concurrency),
         p50_run_ms: quantile_ms(&m.latencies, 0.5),
         p99_run_ms: quantile_ms(&m.latencies, 0.99),

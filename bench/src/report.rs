@@ -52,6 +52,13 @@ pub struct Report {
     /// `threads` only: `T / wall_s`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub threads_per_s: Option<f64>,
+    /// sled: ms to move the write-ahead log's backlog into sled after the timed region.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub drain_ms: Option<f64>,
+    /// `threads` workloads on sled: `T / (wall_s + drain)`, the rate with the merge's backlog
+    /// paid.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub threads_per_s_with_drain: Option<f64>,
     /// `threads-concurrent` only: runs in flight at once.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<usize>,

@@ -49,6 +49,9 @@ pub struct StoreStats {
     pub flushes: Option<u64>,
     /// sled: the measured fsync floor (see [`fsync_floor`]).
     pub fsync_floor: Option<Duration>,
+    /// sled: how long moving what the write-ahead log still held into sled took after the
+    /// timed region (the background merge's backlog).
+    pub drain: Option<Duration>,
 }
 
 impl Store {
@@ -159,6 +162,11 @@ impl Store {
                 })
             }
             Store::Sled { cp, dir } => {
+                let started = std::time::Instant::now();
+                cp.store()
+                    .drain()
+                    .map_err(|e| BenchError::Run(format!("draining the sled store: {e}")))?;
+                let drain = started.elapsed();
                 let logical = logical_bytes(cp.store())?;
                 cp.flush()
                     .await
@@ -177,6 +185,7 @@ impl Store {
                     disk_bytes: Some(bytes),
                     allocated_bytes: Some(allocated),
                     logical_bytes: Some(logical),
+                    drain: Some(drain),
                     ..StoreStats::default()
                 })
             }

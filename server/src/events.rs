@@ -2,13 +2,28 @@
 //! mirrored in a sled database when one is configured, with a watch channel for live readers.
 //!
 //! On sled, an event reaches readers only once it is durable: each append asks the store's
-//! [`GroupCommit`] for a flush (appends of every thread share them) and publishes the event when
-//! it returns. A client has therefore never seen an id the disk does not hold, so after a crash
-//! the ids continue above everything any client received and `Last-Event-ID` replay is exact.
+//! write-ahead log ([`WalTree`]) for a flush (appends of every thread share them: group commit)
+//! and publishes the event when it returns. A client has therefore never seen an id the disk
+//! does not hold, so after a crash the ids continue above everything any client received and
+//! `Last-Event-ID` replay is exact.
+//!
+//! Everything lives in one tree, `server`, so an event and its thread's next id are one batch:
+//!
+//! ```text
+//! E thread 0 seq(u64 BE)   the envelope JSON
+//! n thread                 the next id (u64 BE)
+//! g thread                 the graph the thread last ran
+//! r thread                 the id of the run in flight (removed when it ends)
+//! v thread                 the graph version the thread is pinned to (removed when its run ends for good)
+//! V version-id             the version as JSON ([`GraphVersion`]), shared by every pinned thread
+//! ```
+//!
+//! A folder written by an older server (trees `events`, `threads`, `graph_versions`) is moved
+//! into this layout when it is opened.
 
 use crate::error::ServerError;
 use crate::versions::GraphVersion;
-use agentgraph_runtime::checkpoint::GroupCommit;
+use agentgraph_runtime::checkpoint::{WalSettings, WalTree};
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,35 +110,46 @@ impl Hub {
     }
 }
 
-struct Trees {
-    /// `thread 0x00 seq(u64 BE)` → envelope JSON.
-    events: sled::Tree,
-    /// `n thread` → next seq (u64 BE); `g thread` → the graph the thread last ran; `r thread`
-    /// → the id of the run in flight on the thread (removed when it ends); `v thread` → the
-    /// id of the graph version the thread is pinned to (removed when its run ends for good).
-    meta: sled::Tree,
-    /// Graph version id → the version as JSON ([`GraphVersion`]); shared by every thread
-    /// pinned to it, dropped by [`EventStore::prune_versions`] once none is.
-    versions: sled::Tree,
-    db: sled::Db,
-    /// Shares flushes between the appends of every thread.
-    commit: GroupCommit,
-}
-
 /// Every thread's event log.
 pub struct EventStore {
-    trees: Option<Trees>,
+    /// The `server` tree (see the module docs); `None` in memory.
+    trees: Option<Arc<WalTree>>,
     limits: EventLimits,
     hubs: Mutex<HashMap<String, Arc<Hub>>>,
     graphs: Mutex<HashMap<String, String>>,
 }
 
-fn event_key(thread: &str, seq: u64) -> Vec<u8> {
-    let mut k = Vec::with_capacity(thread.len() + 9);
+fn event_prefix(thread: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(thread.len() + 10);
+    k.push(b'E');
     k.extend_from_slice(thread.as_bytes());
     k.push(0);
+    k
+}
+
+fn event_key(thread: &str, seq: u64) -> Vec<u8> {
+    let mut k = event_prefix(thread);
     k.extend_from_slice(&seq.to_be_bytes());
     k
+}
+
+fn version_key(id: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(id.len() + 1);
+    k.push(b'V');
+    k.extend_from_slice(id);
+    k
+}
+
+/// The first key after every key starting with `prefix` (`prefix` is never all 0xff here).
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            break;
+        }
+    }
+    end
 }
 
 fn meta_key(tag: u8, thread: &str) -> Vec<u8> {
@@ -133,8 +159,76 @@ fn meta_key(tag: u8, thread: &str) -> Vec<u8> {
     k
 }
 
-fn storage(e: sled::Error) -> ServerError {
+fn storage(e: impl std::fmt::Display) -> ServerError {
     ServerError::Storage(e.to_string())
+}
+
+/// Keys and values read from the tree.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The entries under `prefix`, in key order (or reverse).
+fn scan_prefix(t: &WalTree, prefix: &[u8], reverse: bool) -> Result<Entries, ServerError> {
+    let mut out = Vec::new();
+    t.scan(prefix, &prefix_end(prefix), reverse, &mut |k, v| {
+        out.push((k.to_vec(), v.to_vec()));
+        true
+    })
+    .map_err(storage)?;
+    Ok(out)
+}
+
+fn put(t: &WalTree, key: Vec<u8>, value: &[u8]) -> Result<(), ServerError> {
+    t.apply(vec![(key, value.to_vec())], Vec::new())
+        .map_err(storage)
+}
+
+fn remove(t: &WalTree, key: Vec<u8>) -> Result<(), ServerError> {
+    t.apply(Vec::new(), vec![key]).map_err(storage)
+}
+
+/// Moves the trees of an older server's layout (`events`, `threads`, `graph_versions`) into
+/// the `server` tree, then drops them.
+fn migrate(db: &sled::Db, t: &WalTree) -> Result<(), ServerError> {
+    let old: [(&[u8], &[u8]); 3] = [
+        (b"events", b"E"),
+        (b"threads", b""),
+        (b"graph_versions", b"V"),
+    ];
+    let names = db.tree_names();
+    let mut moved = 0usize;
+    for (name, tag) in old {
+        if !names.iter().any(|n| n.as_ref() == name) {
+            continue;
+        }
+        let tree = db.open_tree(name).map_err(storage)?;
+        let mut puts = Vec::new();
+        for kv in tree.iter() {
+            let (k, v) = kv.map_err(storage)?;
+            let mut key = tag.to_vec();
+            key.extend_from_slice(&k);
+            puts.push((key, v.to_vec()));
+            if puts.len() >= 4096 {
+                moved += puts.len();
+                t.apply(std::mem::take(&mut puts), Vec::new())
+                    .map_err(storage)?;
+            }
+        }
+        moved += puts.len();
+        t.apply(puts, Vec::new()).map_err(storage)?;
+    }
+    if moved > 0 {
+        t.drain().map_err(storage)?;
+        tracing::info!(
+            entries = moved,
+            "event log: moved an older layout into the `server` tree"
+        );
+    }
+    for (name, _) in old {
+        if names.iter().any(|n| n.as_ref() == name) {
+            db.drop_tree(name).map_err(storage)?;
+        }
+    }
+    Ok(())
 }
 
 impl EventStore {
@@ -148,34 +242,19 @@ impl EventStore {
         }
     }
 
-    /// Logs persisted in the sled database in folder `dir` (trees `events` and `threads`).
+    /// Logs persisted in the sled database in folder `dir` (tree `server`, behind a
+    /// write-ahead log as the sled checkpointer's).
     pub fn open(dir: &std::path::Path, limits: EventLimits) -> Result<Self, ServerError> {
         let db = sled::Config::new()
             .path(dir)
             .mode(sled::Mode::LowSpace)
             .open()
             .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
-        let events = db.open_tree("events").map_err(storage)?;
-        let meta = db.open_tree("threads").map_err(storage)?;
-        let versions = db.open_tree("graph_versions").map_err(storage)?;
-        // As the sled checkpointer does: sled's flush, then an `fdatasync` of its log file so
-        // the events survive a power loss too, not only a killed process.
-        let log_path = dir.join("db");
-        let log = std::fs::File::open(&log_path)
-            .map_err(|e| ServerError::Storage(format!("opening {}: {e}", log_path.display())))?;
-        let flushed = db.clone();
-        let commit = GroupCommit::new(move || {
-            flushed.flush().map_err(|e| e.to_string())?;
-            log.sync_data().map_err(|e| format!("fdatasync: {e}"))
-        });
+        let tree = WalTree::open(db.clone(), "server", dir, WalSettings::default())
+            .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
+        migrate(&db, &tree)?;
         Ok(EventStore {
-            trees: Some(Trees {
-                events,
-                meta,
-                versions,
-                db,
-                commit,
-            }),
+            trees: Some(Arc::new(tree)),
             ..Self::memory(limits)
         })
     }
@@ -192,10 +271,8 @@ impl EventStore {
             next_seq: 1,
         };
         if let Some(t) = &self.trees {
-            let mut prefix = thread.as_bytes().to_vec();
-            prefix.push(0);
-            for kv in t.events.scan_prefix(&prefix) {
-                let (k, v) = kv.map_err(storage)?;
+            let prefix = event_prefix(thread);
+            for (k, v) in scan_prefix(t, &prefix, false)? {
                 let Some(seq) = k
                     .get(prefix.len()..)
                     .and_then(|b| <[u8; 8]>::try_from(b).ok())
@@ -208,7 +285,7 @@ impl EventStore {
                 ring.events.push_back(StoredEvent { seq, json });
                 ring.next_seq = ring.next_seq.max(seq + 1);
             }
-            if let Some(v) = t.meta.get(meta_key(b'n', thread)).map_err(storage)? {
+            if let Some(v) = t.get(&meta_key(b'n', thread)).map_err(storage)? {
                 if let Ok(b) = <[u8; 8]>::try_from(v.as_ref()) {
                     ring.next_seq = ring.next_seq.max(u64::from_be_bytes(b));
                 }
@@ -256,15 +333,15 @@ impl EventStore {
                 }
             }
             if let Some(t) = &self.trees {
-                let mut batch = sled::Batch::default();
-                batch.insert(event_key(thread, seq), json.as_bytes());
-                for old in removed {
-                    batch.remove(event_key(thread, old));
-                }
-                t.events.apply_batch(batch).map_err(storage)?;
-                t.meta
-                    .insert(meta_key(b'n', thread), &(seq + 1).to_be_bytes())
-                    .map_err(storage)?;
+                let puts = vec![
+                    (event_key(thread, seq), json.as_bytes().to_vec()),
+                    (meta_key(b'n', thread), (seq + 1).to_be_bytes().to_vec()),
+                ];
+                let deletes = removed
+                    .into_iter()
+                    .map(|old| event_key(thread, old))
+                    .collect();
+                t.apply(puts, deletes).map_err(storage)?;
             }
             seq
         };
@@ -272,11 +349,11 @@ impl EventStore {
             None => hub.publish(seq),
             Some(t) => match tokio::runtime::Handle::try_current() {
                 Ok(rt) => {
-                    let commit = t.commit.clone();
+                    let tree = t.clone();
                     rt.spawn(async move {
-                        let flushed = commit.flush().await;
+                        let flushed = tree.flush().await;
                         // Not kept past the flush: it holds the database open.
-                        drop(commit);
+                        drop(tree);
                         if let Err(e) = flushed {
                             // Readers still get the event: hiding the log for good would be
                             // worse than a replay that may miss it after a crash.
@@ -286,7 +363,7 @@ impl EventStore {
                     });
                 }
                 Err(_) => {
-                    t.db.flush().map_err(storage)?;
+                    t.flush_blocking().map_err(storage)?;
                     hub.publish(seq);
                 }
             },
@@ -309,9 +386,7 @@ impl EventStore {
         }
         ring.next_seq = next;
         if let Some(t) = &self.trees {
-            t.meta
-                .insert(meta_key(b'n', thread), &next.to_be_bytes())
-                .map_err(storage)?;
+            put(t, meta_key(b'n', thread), &next.to_be_bytes())?;
         }
         Ok(())
     }
@@ -372,9 +447,7 @@ impl EventStore {
     /// Records the graph (relative name) a thread last ran.
     pub fn set_graph(&self, thread: &str, graph: &str) -> Result<(), ServerError> {
         if let Some(t) = &self.trees {
-            t.meta
-                .insert(meta_key(b'g', thread), graph.as_bytes())
-                .map_err(storage)?;
+            put(t, meta_key(b'g', thread), graph.as_bytes())?;
         }
         self.graphs
             .lock()
@@ -390,10 +463,9 @@ impl EventStore {
         if let Some(t) = &self.trees {
             let key = meta_key(b'r', thread);
             match run_id {
-                Some(id) => t.meta.insert(key, id.as_bytes()).map(|_| ()),
-                None => t.meta.remove(key).map(|_| ()),
+                Some(id) => put(t, key, id.as_bytes())?,
+                None => remove(t, key)?,
             }
-            .map_err(storage)?;
         }
         Ok(())
     }
@@ -410,8 +482,7 @@ impl EventStore {
         }
         match &self.trees {
             Some(t) => Ok(t
-                .meta
-                .get(meta_key(b'g', thread))
+                .get(&meta_key(b'g', thread))
                 .map_err(storage)?
                 .map(|v| String::from_utf8_lossy(&v).into_owned())),
             None => Ok(None),
@@ -439,21 +510,18 @@ impl EventStore {
         };
         // Every thread that ever logged an event has its next id in `meta` (`n thread`).
         let mut threads = Vec::new();
-        for kv in t.meta.scan_prefix([b'n']) {
-            let (k, _) = kv.map_err(storage)?;
+        for (k, _) in scan_prefix(t, b"n", false)? {
             if let Some(name) = k.get(1..) {
                 threads.push(String::from_utf8_lossy(name).into_owned());
             }
         }
         let mut closed = Vec::new();
         for thread in threads {
-            let mut prefix = thread.as_bytes().to_vec();
-            prefix.push(0);
+            let prefix = event_prefix(&thread);
             // Newest first: only the events after the newest `run` event are read.
-            let running = t.meta.get(meta_key(b'r', &thread)).map_err(storage)?;
+            let running = t.get(&meta_key(b'r', &thread)).map_err(storage)?;
             let mut open = None;
-            for kv in t.events.scan_prefix(&prefix).rev() {
-                let (_, v) = kv.map_err(storage)?;
+            for (_, v) in scan_prefix(t, &prefix, true)? {
                 let Ok(ev) = serde_json::from_slice::<serde_json::Value>(&v) else {
                     open.get_or_insert(serde_json::Value::Null);
                     continue;
@@ -506,21 +574,20 @@ impl EventStore {
         let Some(t) = &self.trees else {
             return Ok(());
         };
-        if !t.versions.contains_key(v.id.as_bytes()).map_err(storage)? {
+        let key = version_key(v.id.as_bytes());
+        if t.get(&key).map_err(storage)?.is_none() {
             let json = serde_json::to_vec(v)
                 .map_err(|e| ServerError::Storage(format!("graph version {}: {e}", v.id)))?;
-            t.versions.insert(v.id.as_bytes(), json).map_err(storage)?;
+            put(t, key, &json)?;
         }
-        t.meta
-            .insert(meta_key(b'v', thread), v.id.as_bytes())
-            .map_err(storage)?;
+        put(t, meta_key(b'v', thread), v.id.as_bytes())?;
         Ok(())
     }
 
     /// Unpins `thread` (its next run uses the newest version).
     pub fn forget_version(&self, thread: &str) -> Result<(), ServerError> {
         if let Some(t) = &self.trees {
-            t.meta.remove(meta_key(b'v', thread)).map_err(storage)?;
+            remove(t, meta_key(b'v', thread))?;
         }
         Ok(())
     }
@@ -530,10 +597,10 @@ impl EventStore {
         let Some(t) = &self.trees else {
             return Ok(None);
         };
-        let Some(id) = t.meta.get(meta_key(b'v', thread)).map_err(storage)? else {
+        let Some(id) = t.get(&meta_key(b'v', thread)).map_err(storage)? else {
             return Ok(None);
         };
-        let Some(json) = t.versions.get(&id).map_err(storage)? else {
+        let Some(json) = t.get(&version_key(&id)).map_err(storage)? else {
             return Ok(None);
         };
         serde_json::from_slice(&json)
@@ -548,15 +615,13 @@ impl EventStore {
             return Ok(0);
         };
         let mut used = std::collections::HashSet::new();
-        for kv in t.meta.scan_prefix([b'v']) {
-            let (_, id) = kv.map_err(storage)?;
-            used.insert(id.to_vec());
+        for (_, id) in scan_prefix(t, b"v", false)? {
+            used.insert(id);
         }
         let mut dropped = 0;
-        for kv in t.versions.iter() {
-            let (id, _) = kv.map_err(storage)?;
-            if !used.contains(id.as_ref()) {
-                t.versions.remove(&id).map_err(storage)?;
+        for (key, _) in scan_prefix(t, b"V", false)? {
+            if !used.contains(&key[1..]) {
+                remove(t, key)?;
                 dropped += 1;
             }
         }
@@ -568,11 +633,70 @@ impl EventStore {
         self.trees.is_some()
     }
 
-    /// Flushes the database (no-op in memory).
+    /// Makes every write so far durable (no-op in memory).
     pub fn flush(&self) -> Result<(), ServerError> {
         if let Some(t) = &self.trees {
-            t.db.flush().map_err(storage)?;
+            t.flush_blocking().map_err(storage)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: EventLimits = EventLimits {
+        events: 100,
+        bytes: 1 << 20,
+    };
+
+    #[test]
+    fn a_folder_of_the_older_layout_is_moved_into_the_server_tree() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        {
+            let db = sled::open(dir.path()).expect("sled");
+            let events = db.open_tree("events").expect("tree");
+            for seq in [1u64, 2] {
+                let mut k = b"t1\0".to_vec();
+                k.extend_from_slice(&seq.to_be_bytes());
+                events
+                    .insert(k, format!(r#"{{"seq":{seq},"mode":"run"}}"#).as_bytes())
+                    .expect("insert");
+            }
+            let meta = db.open_tree("threads").expect("tree");
+            meta.insert(b"nt1", &5u64.to_be_bytes()).expect("insert");
+            meta.insert(b"gt1", b"chat.ag").expect("insert");
+            db.flush().expect("flush");
+        }
+        {
+            let store = EventStore::open(dir.path(), LIMITS).expect("open");
+            let hub = store.hub("t1").expect("hub");
+            let seqs: Vec<u64> = hub.after(0).iter().map(|e| e.seq).collect();
+            assert_eq!(seqs, [1, 2]);
+            assert_eq!(store.next_seq("t1").expect("next"), 5);
+            assert_eq!(
+                store.graph_of("t1").expect("graph").as_deref(),
+                Some("chat.ag")
+            );
+            let seq = store
+                .append("t1", serde_json::json!({"mode": "run", "data": {}}))
+                .expect("append");
+            assert_eq!(seq, 5);
+            store.flush().expect("flush");
+        }
+        let store = EventStore::open(dir.path(), LIMITS).expect("reopen");
+        let seqs: Vec<u64> = store
+            .hub("t1")
+            .expect("hub")
+            .after(0)
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(
+            seqs,
+            [1, 2, 5],
+            "the old trees were dropped, not moved twice"
+        );
     }
 }

@@ -132,7 +132,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl WalTree {
     /// Opens tree `name` of `db`, the sled database in folder `sled_dir`, with its log in
-    /// `sled_dir/wal`: replays what a crash left in the log into sled, makes sled durable,
+    /// `sled_dir/wal-NAME`: replays what a crash left in the log into sled, makes sled durable,
     /// starts an empty log and the merger.
     pub fn open(
         db: sled::Db,
@@ -140,7 +140,7 @@ impl WalTree {
         sled_dir: &Path,
         settings: WalSettings,
     ) -> Result<Self, WalError> {
-        let dir = &sled_dir.join("wal");
+        let dir = &sled_dir.join(format!("wal-{name}"));
         let sled_path = sled_dir.join("db");
         let sled_file = std::fs::File::open(&sled_path).map_err(|source| WalError::Io {
             path: sled_path.clone(),
@@ -290,6 +290,12 @@ impl WalTree {
     /// Returns once every batch applied before the call is durable (group commit).
     pub async fn flush(&self) -> Result<(), String> {
         self.commit.flush().await
+    }
+
+    /// [`WalTree::flush`] for a caller outside an async runtime: syncs the log on this thread
+    /// (waiting for a sync in progress first).
+    pub fn flush_blocking(&self) -> Result<(), WalError> {
+        self.shared.sync_log()
     }
 
     /// Syncs of the log and flushes of sled issued since open.

@@ -94,7 +94,9 @@ async fn flushed_batches_survive_a_crash_before_any_merge() {
     assert_eq!(all(&back, false), ["b=3"], "the log was replayed in order");
     assert_eq!(back.shared.tree.len(), 1, "the replay went into sled");
     assert_eq!(
-        std::fs::read_dir(crashed.join("wal")).expect("wal").count(),
+        std::fs::read_dir(crashed.join("wal-t"))
+            .expect("wal")
+            .count(),
         1,
         "the replayed segments are gone; one fresh segment"
     );
@@ -130,7 +132,7 @@ async fn a_torn_tail_is_dropped_on_open() {
     t.flush().await.expect("flush");
     let crashed = dir.path().join("crashed");
     snapshot(&live, &crashed);
-    let segment = std::fs::read_dir(crashed.join("wal"))
+    let segment = std::fs::read_dir(crashed.join("wal-t"))
         .expect("wal")
         .next()
         .expect("a segment")
@@ -170,7 +172,7 @@ async fn the_merger_moves_a_full_overlay_into_sled_and_trims_the_log() {
         "merged: {}",
         t.shared.tree.len()
     );
-    let segments = std::fs::read_dir(dir.path().join("wal"))
+    let segments = std::fs::read_dir(dir.path().join("wal-t"))
         .expect("wal")
         .count();
     assert!(segments <= 4, "{segments} segments left after merges");
