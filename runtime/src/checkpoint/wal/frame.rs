@@ -66,6 +66,8 @@ pub(super) enum Read {
     End,
     /// Bytes that are not a whole record: a torn tail, or damage.
     Torn,
+    /// A zero header: the preallocated, never written end of a segment.
+    Zeros,
 }
 
 /// Decodes the record at `at` in `buf`.
@@ -78,10 +80,13 @@ pub(super) fn read(buf: &[u8], at: usize) -> Read {
     };
     let len = u32_at(header, 0) as usize;
     let crc = u32_at(header, 4);
+    if len == 0 && crc == 0 {
+        return Read::Zeros;
+    }
     let Some(payload) = buf.get(at + HEADER..at + HEADER + len) else {
         return Read::Torn;
     };
-    if len == 0 || crc32fast::hash(payload) != crc {
+    if crc32fast::hash(payload) != crc {
         return Read::Torn;
     }
     match decode(payload) {
