@@ -97,7 +97,7 @@ pub fn describe(config: &ServerConfig) -> String {
         ways.push(format!("API keys ({})", k.path().display()));
     }
     if auth.jwt.is_configured() {
-        ways.push(format!("{:?}", auth.jwt));
+        ways.push(auth.jwt.describe());
     }
     format!("authentication: {}", ways.join(", "))
 }

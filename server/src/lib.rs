@@ -57,6 +57,12 @@
 //!   across a restart on persistent storage ([`GraphVersion`]; `hash` is the serving version's
 //!   id, `graph_version` of a run's `202` and `started` event the one it runs).
 //!
+//! Security ([`auth`]; `docs/deploy.md`): with API keys or JWT keys configured every request
+//! but a page's needs `Authorization: Bearer` (401), and `/threads/{id}/…` answers 404 to all but
+//! the thread's owner and `admin`; every server checks `Host` (421), wants a JSON content type
+//! on state-changing requests (415) and an own or allowed `Origin` (403), and limits each
+//! principal's runs and streams (429 with `Retry-After`).
+//!
 //! Event ids are the thread's event log's ([`EventStore::append`] assigns them, and only it):
 //! they start at 1 and rise by one per thread across runs and restarts (the envelope's `seq`
 //! is the id, not the runtime's per-run numbering), so they never repeat even when a cancelled

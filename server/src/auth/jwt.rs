@@ -138,6 +138,18 @@ impl JwtConfig {
         self
     }
 
+    /// What it accepts, for a start-up line: `JWT (HS256, RS256 with 2 keys)`.
+    pub fn describe(&self) -> String {
+        let mut algs = Vec::new();
+        if self.hs256.is_some() {
+            algs.push("HS256".to_string());
+        }
+        if !self.rs256.is_empty() {
+            algs.push(format!("RS256 with {} key(s)", self.rs256.len()));
+        }
+        format!("JWT ({})", algs.join(", "))
+    }
+
     /// Whether any key is configured.
     pub fn is_configured(&self) -> bool {
         self.hs256.is_some() || !self.rs256.is_empty()
