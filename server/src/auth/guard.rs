@@ -200,8 +200,12 @@ pub(crate) async fn guard(
         Caller::Anonymous
     };
     if let (Some(thread), Some(p)) = (thread_of(req.uri().path()), caller.principal()) {
-        let creates = req.method() == Method::POST && req.uri().path().ends_with("/runs");
-        if let Err(r) = owns(&state, p, thread, creates).await {
+        // The two ways a client starts with a new thread: its first run, or subscribing to its
+        // events before starting it (as the chat page does).
+        let path = req.uri().path();
+        let claims = (req.method() == Method::POST && path.ends_with("/runs"))
+            || (req.method() == Method::GET && path.ends_with("/events"));
+        if let Err(r) = owns(&state, p, thread, claims).await {
             return r;
         }
     }
@@ -209,13 +213,13 @@ pub(crate) async fn guard(
     next.run(req).await
 }
 
-/// Lets `p` through to `thread` when it owns it, is `admin`, or creates it now (`creates`: a
-/// new run on a thread nobody owns and that holds nothing yet); else 404.
+/// Lets `p` through to `thread` when it owns it, is `admin`, or claims it now (`claims`: a run
+/// or an event stream on a thread nobody owns and that holds nothing yet); else 404.
 async fn owns(
     state: &ServerState,
     p: &Principal,
     thread: &str,
-    creates: bool,
+    claims: bool,
 ) -> Result<(), Response> {
     let inner = &state.inner;
     let owners = &inner.auth.owners;
@@ -227,7 +231,7 @@ async fn owns(
         Some(_) => return Err(no_thread(thread)),
         None => {}
     }
-    if !creates || !agentgraph_runtime::is_valid_thread_id(thread) {
+    if !claims || !agentgraph_runtime::is_valid_thread_id(thread) {
         // Threads from before authentication (or nonexistent ones).
         return if p.is_admin() {
             Ok(())

@@ -175,6 +175,46 @@ async fn every_endpoint_as_every_caller() {
         .await;
     assert_eq!(st, 404);
 
+    // Subscribing to a new thread's events claims it, as its first run would (the chat page
+    // subscribes before it starts a run): nobody else can take it afterwards.
+    let (st, _) = s
+        .call("GET", "/threads/fresh/events", Some(&keys.bob), None)
+        .await;
+    assert_eq!(st, 200);
+    let (st, _) = s
+        .call(
+            "POST",
+            "/threads/fresh/runs",
+            Some(&keys.alice),
+            body("runs"),
+        )
+        .await;
+    assert_eq!(st, 404);
+    let (st, _) = s
+        .call("GET", "/threads/fresh/events", Some(&keys.alice), None)
+        .await;
+    assert_eq!(st, 404);
+    let (st, _) = s
+        .call("POST", "/threads/fresh/runs", Some(&keys.bob), body("runs"))
+        .await;
+    assert_eq!(st, 202);
+    s.wait_idle("fresh", &keys.bob).await;
+    // Reading a thread that does not exist claims nothing.
+    let (st, _) = s
+        .call("GET", "/threads/unused/state", Some(&keys.bob), None)
+        .await;
+    assert_eq!(st, 404);
+    let (st, _) = s
+        .call(
+            "POST",
+            "/threads/unused/runs",
+            Some(&keys.alice),
+            body("runs"),
+        )
+        .await;
+    assert_eq!(st, 202);
+    s.wait_idle("unused", &keys.alice).await;
+
     // Another's thread and no thread at all answer alike.
     let (st1, v1) = s
         .call("GET", "/threads/ta/state", Some(&keys.bob), None)
