@@ -36,6 +36,7 @@ fn keys_are_printed_once_listed_without_the_key_and_revoked() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let key = text(&out.stdout).trim().to_string();
     assert!(key.starts_with("agk_") && key.len() > 60, "{key}");
+    assert_eq!(key.lines().count(), 1, "stdout is the key alone: {key}");
     let again = agentgraph(&db, &["keys", "create", "--name", "ci"]);
     assert_eq!(again.status.code(), Some(2), "a duplicate name is refused");
 
@@ -66,10 +67,34 @@ fn serve_off_loopback_without_auth_is_refused() {
     let db = dir.path().join("db");
     let graphs = examples();
     let graphs = graphs.to_str().expect("utf-8 path");
-    // Refused before it binds: no socket is opened.
-    let out = agentgraph(&db, &["serve", "--graphs", graphs, "--addr", "0.0.0.0:0"]);
-    assert!(!out.status.success(), "served without authentication");
-    let err = text(&out.stderr);
+    // Refused before it binds. Should it start anyway, it is stopped (no test hangs on it).
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+        .arg("--db")
+        .arg(&db)
+        .args(["serve", "--graphs", graphs, "--addr", "0.0.0.0:0"])
+        .env_remove("RUST_LOG")
+        .env_remove("AGENTGRAPH_JWT_SECRET")
+        .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("agentgraph runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("try_wait") {
+            break st;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("served on 0.0.0.0 without authentication");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(!status.success(), "served without authentication");
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut err)
+        .expect("stderr");
     assert!(
         err.contains("without authentication") && err.contains("--insecure-no-auth"),
         "{err}"
