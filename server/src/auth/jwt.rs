@@ -254,7 +254,16 @@ mod tests {
         assert_eq!(cfg.verify(&no_exp), None);
         let wrong = hs(json!({"sub": "ann", "exp": now() + 600}), b"other");
         assert_eq!(cfg.verify(&wrong), None);
-        // An RS256 header with no RS256 key configured.
+        // No key configured at all.
         assert_eq!(JwtConfig::default().verify(&wrong), None);
+        let t = hs(
+            json!({"sub": "cy", "scopes": "a b", "aud": "api", "iss": "idp", "exp": now() + 600}),
+            b"s3cret",
+        );
+        assert_eq!(cfg.verify(&t).expect("aud not required").scopes, ["a", "b"]);
+        let strict = cfg.clone().with_audience("api").with_issuer("idp");
+        assert!(strict.verify(&t).is_some());
+        assert_eq!(cfg.clone().with_audience("other").verify(&t), None);
+        assert_eq!(cfg.clone().with_issuer("other").verify(&t), None);
     }
 }

@@ -7,6 +7,9 @@
 //! server on a loopback address serves everyone as before; on any other address it refuses to
 //! start unless [`AuthConfig::insecure_no_auth`] is set. `Host`, content-type and `Origin`
 //! checks apply in every case.
+//!
+//! Handlers behind the guard, an application's own routes included, can take the
+//! `Extension<Caller>` it adds to each request.
 
 mod guard;
 mod jwt;
@@ -55,7 +58,19 @@ impl AuthConfig {
 
     /// Refuses a configuration that would serve off loopback with nobody able to
     /// authenticate (no JWT keys and no active API key) unless `insecure_no_auth` says so.
+    /// Also refuses a CORS origin that is not `http(s)://host[:port]`.
     pub fn check_startup(&self, addr: SocketAddr) -> Result<(), ServerError> {
+        for origin in &self.cors_origins {
+            let o = origin.trim().trim_end_matches('/');
+            let authority = o
+                .strip_prefix("https://")
+                .or_else(|| o.strip_prefix("http://"));
+            if authority.is_none_or(|a| a.is_empty() || a.contains(['/', '?', '#', ' '])) {
+                return Err(ServerError::Config(format!(
+                    "CORS origin `{origin}` is not `http(s)://host[:port]`"
+                )));
+            }
+        }
         if addr.ip().is_loopback() {
             return Ok(());
         }

@@ -217,4 +217,8 @@ fn serving_off_loopback_needs_authentication() {
     assert!(ServerState::new(&base()).is_err());
     store.create("k2", None, None, vec![]).expect("key");
     assert!(ServerState::new(&base()).is_ok());
+    // A CORS origin that is not an origin is refused rather than ignored.
+    let mut cors = base();
+    cors.auth.cors_origins = vec!["https://app.example/path".into()];
+    assert!(ServerState::new(&cors).is_err());
 }
