@@ -106,11 +106,14 @@ fn is_json(headers: &HeaderMap) -> bool {
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
 }
 
-/// The thread a `/threads/{id}…` path names.
+/// The thread a `/threads/{id}…` path names (empty segments skipped, so `//threads//id` is
+/// checked like `/threads/id` whatever the router makes of it).
 fn thread_of(path: &str) -> Option<&str> {
-    path.strip_prefix("/threads/")
-        .map(|rest| rest.split('/').next().unwrap_or(rest))
-        .filter(|id| !id.is_empty())
+    let mut segments = path.split('/').filter(|s| !s.is_empty());
+    match (segments.next(), segments.next()) {
+        (Some("threads"), Some(id)) => Some(id),
+        _ => None,
+    }
 }
 
 /// The bearer token: the `Authorization` header, or on the event stream only (browsers'
@@ -279,5 +282,7 @@ mod tests {
         assert!(origin_allowed("https://app.example", &h, &cors));
         assert_eq!(thread_of("/threads/t1/state"), Some("t1"));
         assert_eq!(thread_of("/threads"), None);
+        assert_eq!(thread_of("//threads//t1/state"), Some("t1"));
+        assert_eq!(thread_of("/graphs/threads"), None);
     }
 }

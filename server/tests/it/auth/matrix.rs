@@ -215,6 +215,16 @@ async fn every_endpoint_as_every_caller() {
     assert_eq!(st, 202);
     s.wait_idle("unused", &keys.alice).await;
 
+    // Odd spellings of the path reach nothing of alice's either.
+    for path in [
+        "//threads/ta/state",
+        "/threads//ta/state",
+        "/threads/ta/state/",
+    ] {
+        let (st, v) = s.call("GET", path, Some(&keys.bob), None).await;
+        assert_eq!(st, 404, "{path}: {v}");
+    }
+
     // Another's thread and no thread at all answer alike.
     let (st1, v1) = s
         .call("GET", "/threads/ta/state", Some(&keys.bob), None)
