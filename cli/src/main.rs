@@ -10,12 +10,14 @@ mod fmt_cmd;
 mod graph;
 mod help;
 mod inspect;
+mod keys_cmd;
 mod live;
 mod lsp_cmd;
 mod mcp_cmd;
 mod n8n_cmd;
 mod new_cmd;
 mod run;
+mod serve_auth;
 mod serve_n8n;
 mod serve_postgres;
 mod settings;
@@ -221,6 +223,15 @@ enum Cmd {
         n8n_url: Option<String>,
         #[command(flatten)]
         catalogue: catalogue::CatalogueOpt,
+        #[command(flatten)]
+        auth: serve_auth::AuthOpts,
+    },
+    /// The API keys `serve` accepts (`--db` folder): `keys create --name NAME [--scope admin]`
+    /// prints a new key once, `keys list`, `keys revoke NAME|ID`. Once a key exists, requests
+    /// need `Authorization: Bearer KEY` (see docs/deploy.md, "Security").
+    Keys {
+        #[command(subcommand)]
+        cmd: keys_cmd::KeysCmd,
     },
     /// Work with a running n8n (its address in $N8N_API_URL or --n8n-url, its API key in
     /// $N8N_API_KEY): `n8n run FILE|--thread ID` runs a workflow and prints each node's result
@@ -415,11 +426,13 @@ async fn dispatch(cli: Cli) -> u8 {
             postgres,
             n8n,
             n8n_url,
+            auth,
             ..
         } => {
             let n8n = (n8n || n8n_url.is_some()).then_some(n8n_url);
-            serve(&ctx, graphs, addr, postgres, n8n).await
+            serve(&ctx, graphs, addr, postgres, n8n, auth).await
         }
+        Cmd::Keys { cmd } => keys_cmd::keys(&ctx.db, cmd, ctx.json),
         Cmd::Validate { file, catalogue } => {
             validate::validate(&file, catalogue.source(), ctx.json)
         }
@@ -436,6 +449,7 @@ async fn serve(
     addr: std::net::SocketAddr,
     postgres: serve_postgres::PostgresOpts,
     n8n: Option<Option<String>>,
+    auth: serve_auth::AuthOpts,
 ) -> u8 {
     // The builder's chat page at `/`.
     let mut config = agentgraph_server::ServerConfig::new(graphs, ctx.db.clone())
@@ -454,10 +468,15 @@ async fn serve(
             Err(e) => return graph::fail(e, exit::USAGE),
         }
     }
+    config = match auth.apply(config) {
+        Ok(c) => c,
+        Err(e) => return graph::fail(e, exit::USAGE),
+    };
     config = match serve_postgres::configure(&postgres, config, &ctx.db).await {
         Ok(c) => c,
         Err(e) => return graph::fail(e, exit::USAGE),
     };
+    eprintln!("{}", serve_auth::describe(&config));
     let state = match agentgraph_server::ServerState::new(&config) {
         Ok(state) => state,
         Err(e) => return graph::fail(e, exit::FAILED),

@@ -93,9 +93,19 @@ impl From<LifecycleError> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut err = json!({ "code": self.code, "message": self.message });
+        // A 429's wait is also the `Retry-After` header.
+        let retry_after = match &self.details {
+            Some(("retry_after", v)) => v.as_u64(),
+            _ => None,
+        };
         if let (Some((k, v)), Some(obj)) = (self.details, err.as_object_mut()) {
             obj.insert(k.to_string(), v);
         }
-        (self.status, axum::Json(json!({ "error": err }))).into_response()
+        let mut r = (self.status, axum::Json(json!({ "error": err }))).into_response();
+        if let Some(secs) = retry_after {
+            r.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, secs.into());
+        }
+        r
     }
 }

@@ -628,6 +628,12 @@ impl EventStore {
         Ok(dropped)
     }
 
+    /// The event database, when events are persisted (other server records live in its
+    /// trees, such as thread owners).
+    pub(crate) fn db(&self) -> Option<&sled::Db> {
+        self.trees.as_ref().map(|t| &t.db)
+    }
+
     /// Whether events are persisted on disk.
     pub fn is_persistent(&self) -> bool {
         self.trees.is_some()

@@ -57,11 +57,18 @@
 //!   across a restart on persistent storage ([`GraphVersion`]; `hash` is the serving version's
 //!   id, `graph_version` of a run's `202` and `started` event the one it runs).
 //!
+//! Security ([`auth`]; `docs/deploy.md`): with API keys or JWT keys configured every request
+//! but a page's needs `Authorization: Bearer` (401), and `/threads/{id}/…` answers 404 to all but
+//! the thread's owner and `admin`; every server checks `Host` (421), wants a JSON content type
+//! on state-changing requests (415) and an own or allowed `Origin` (403), and limits each
+//! principal's runs and streams (429 with `Retry-After`).
+//!
 //! Event ids are the thread's event log's ([`EventStore::append`] assigns them, and only it):
 //! they start at 1 and rise by one per thread across runs and restarts (the envelope's `seq`
 //! is the id, not the runtime's per-run numbering), so they never repeat even when a cancelled
 //! step's events are produced again by the resumed run.
 
+pub mod auth;
 mod backing;
 mod error;
 mod events;
@@ -96,6 +103,7 @@ use agentgraph_runtime::cache::{NodeCache, StoreCache};
 use agentgraph_runtime::checkpoint::{RunLeases, ThreadLocks};
 use agentgraph_runtime::store::{InMemoryStore, Store};
 use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
+use auth::{AuthConfig, AuthState, KeyStore, Owners};
 use runs::ActiveRun;
 use std::collections::HashMap;
 use std::future::Future;
@@ -167,14 +175,22 @@ pub struct ServerConfig {
     pub store: Option<Arc<dyn Store>>,
     /// The cache of nodes with a cache policy; `None` (the default) as for [`ServerConfig::store`].
     pub node_cache: Option<Arc<dyn NodeCache>>,
+    /// Authentication, `Host`/`Origin` checks and per-principal limits (see [`auth`]). The
+    /// default reads API keys from [`auth::KEYS_FILE`] in the database folder.
+    pub auth: AuthConfig,
 }
 
 impl ServerConfig {
     /// Defaults with graphs from `graphs_dir` and a sled store in `db`, on 127.0.0.1:8080.
     pub fn new(graphs_dir: impl Into<PathBuf>, db: impl Into<PathBuf>) -> Self {
+        let db = db.into();
         ServerConfig {
             graphs_dir: graphs_dir.into(),
-            storage: Storage::Sled(db.into()),
+            auth: AuthConfig {
+                keys: Some(KeyStore::in_dir(&db)),
+                ..AuthConfig::default()
+            },
+            storage: Storage::Sled(db),
             addr: SocketAddr::from(([127, 0, 0, 1], 8080)),
             max_body_bytes: 1 << 20,
             events_per_thread: 500,
@@ -201,6 +217,12 @@ impl ServerConfig {
     /// The same configuration caching nodes' updates in `cache`.
     pub fn node_cache(mut self, cache: Arc<dyn NodeCache>) -> Self {
         self.node_cache = Some(cache);
+        self
+    }
+
+    /// The same configuration with these authentication settings.
+    pub fn auth(mut self, auth: AuthConfig) -> Self {
+        self.auth = auth;
         self
     }
 
@@ -276,6 +298,7 @@ pub(crate) struct Inner {
     pub(crate) routes: Vec<axum::Router<ServerState>>,
     pub(crate) shutdown_grace: Duration,
     pub(crate) watch: bool,
+    pub(crate) auth: AuthState,
 }
 
 /// The server's shared state: graphs, checkpointer, event logs and active runs. Cheap to
@@ -294,6 +317,7 @@ impl ServerState {
                 config.graphs_dir.display()
             )));
         }
+        config.auth.check_startup(config.addr)?;
         let limits = EventLimits {
             events: config.events_per_thread.max(1),
             bytes: config.event_bytes_per_thread,
@@ -359,8 +383,10 @@ impl ServerState {
                  ({next})"
             );
         }
+        let owners = Owners::open(&events)?;
         Ok(ServerState {
             inner: Arc::new(Inner {
+                auth: AuthState::new(config.auth.clone(), config.addr, owners),
                 graphs: GraphCache::new(
                     config.graphs_dir.clone(),
                     config.registry.clone(),
@@ -448,6 +474,9 @@ pub async fn serve_on(
     state: ServerState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    if let Ok(bound) = listener.local_addr() {
+        let _ = state.inner.auth.bound.set(bound);
+    }
     let app = router(state.clone());
     let stopping = state.clone();
     let watcher = state

@@ -1,5 +1,6 @@
 //! The HTTP endpoints.
 
+use crate::auth::{check_host, guard, Caller, Permit};
 use crate::error::ApiError;
 use crate::events::Replayed;
 use crate::runs::{self, Cancelled};
@@ -7,7 +8,7 @@ use crate::thread_run::{open_run, OpenError, OpenRun, Opening};
 use crate::{ServerState, Versioned};
 use agentgraph_runtime::{ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunErrorKind};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -54,7 +55,56 @@ pub fn router(state: ServerState) -> Router {
             },
         )
         .layer(DefaultBodyLimit::max(limit))
+        .layer(axum::middleware::from_fn_with_state(state.clone(), guard))
+        .layer(cors(&state.inner.auth.config.cors_origins))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            check_host,
+        ))
         .with_state(state)
+}
+
+/// Answers CORS preflights for the allowed origins (none by default: browsers then allow only
+/// same-origin calls).
+fn cors(origins: &[String]) -> tower_http::cors::CorsLayer {
+    use axum::http::{header, HeaderName, HeaderValue, Method};
+    let origins: Vec<HeaderValue> = origins
+        .iter()
+        .filter_map(|o| HeaderValue::from_str(o.trim().trim_end_matches('/')).ok())
+        .collect();
+    tower_http::cors::CorsLayer::new()
+        .allow_origin(tower_http::cors::AllowOrigin::list(origins))
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([
+            header::AUTHORIZATION,
+            header::CONTENT_TYPE,
+            HeaderName::from_static("last-event-id"),
+        ])
+        .max_age(std::time::Duration::from_secs(600))
+}
+
+/// A run's slot under the caller's limits (none without authentication).
+fn run_permit(state: &ServerState, caller: &Caller) -> ApiResult<Option<Permit>> {
+    match caller.principal() {
+        Some(p) => Ok(Some(state.inner.auth.limiter.start_run(&p.namespace())?)),
+        None => Ok(None),
+    }
+}
+
+/// Confines the memory session a run names (`config.session_id`, else the thread id) to the
+/// caller's namespace, so nobody can name another principal's conversation.
+fn confine_session(caller: &Caller, thread: &str, config: &mut RunConfig) {
+    if let Some(p) = caller.principal() {
+        let session = config
+            .configurable
+            .get("session_id")
+            .and_then(Value::as_str)
+            .unwrap_or(thread)
+            .to_string();
+        config
+            .configurable
+            .insert("session_id".into(), json!(p.scoped(&session)));
+    }
 }
 
 type ApiResult<T> = Result<T, ApiError>;
@@ -171,6 +221,7 @@ fn modes(list: Option<Vec<String>>) -> ApiResult<Modes> {
 
 async fn start_run(
     State(state): State<ServerState>,
+    Extension(caller): Extension<Caller>,
     Path(thread): Path<String>,
     req: Result<Json<RunRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
@@ -194,6 +245,8 @@ async fn start_run(
     if let Some(c) = req.config {
         config.configurable = c;
     }
+    confine_session(&caller, &thread, &mut config);
+    let permit = run_permit(&state, &caller)?;
     let run = open_run(&graph.0, Opening::Input(input), config)
         .await
         .map_err(open_error)?;
@@ -203,22 +256,25 @@ async fn start_run(
             "recursion_limit must be at least 1",
         ));
     }
-    start(&state, &thread, &req.graph, graph, run).await
+    start(&state, &thread, &req.graph, graph, run, permit).await
 }
 
 async fn resume(
     State(state): State<ServerState>,
+    Extension(caller): Extension<Caller>,
     Path(thread): Path<String>,
     headers: HeaderMap,
     req: Result<Json<ResumeRequest>, JsonRejection>,
 ) -> ApiResult<Response> {
     check_thread(&thread)?;
-    // Every field is optional: a POST without a body (continuing a cancelled thread) is `{}`.
+    // Every field is optional: an empty JSON POST (continuing a cancelled thread) is `{}`.
     let no_body = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .is_none_or(|v| v.as_bytes() == b"0");
     let req = match req {
-        Err(JsonRejection::MissingJsonContentType(_)) if no_body => ResumeRequest::default(),
+        Err(JsonRejection::JsonSyntaxError(_) | JsonRejection::JsonDataError(_)) if no_body => {
+            ResumeRequest::default()
+        }
         other => body(other)?,
     };
     let modes = modes(req.stream_modes)?;
@@ -239,11 +295,13 @@ async fn resume(
         Some(map) => Resume::ById(map),
         None => Resume::Value(req.value),
     };
-    let config = RunConfig::thread(thread.clone()).modes(modes);
+    let mut config = RunConfig::thread(thread.clone()).modes(modes);
+    confine_session(&caller, &thread, &mut config);
+    let permit = run_permit(&state, &caller)?;
     let run = open_run(&graph.0, Opening::Resume(answer), config)
         .await
         .map_err(open_error)?;
-    start(&state, &thread, &name, graph, run).await
+    start(&state, &thread, &name, graph, run, permit).await
 }
 
 /// Starts an opened run; answers 202 `{run_id, thread_id, graph, graph_version}`.
@@ -253,8 +311,9 @@ async fn start(
     graph_name: &str,
     graph: Versioned,
     run: OpenRun,
+    permit: Option<Permit>,
 ) -> ApiResult<Response> {
-    let started = runs::start(state, thread, graph_name, graph, run).await?;
+    let started = runs::start(state, thread, graph_name, graph, run, permit).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(
@@ -290,6 +349,7 @@ struct EventsQuery {
 
 async fn events(
     State(state): State<ServerState>,
+    Extension(caller): Extension<Caller>,
     Path(thread): Path<String>,
     q: Result<Query<EventsQuery>, QueryRejection>,
     headers: HeaderMap,
@@ -307,11 +367,17 @@ async fn events(
         })?),
         _ => None,
     };
+    // Held by the stream: the slot is given back when the client goes away.
+    let permit = match caller.principal() {
+        Some(p) => Some(state.inner.auth.limiter.open_stream(&p.namespace())?),
+        None => None,
+    };
     let replay = state
         .inner
         .events
         .replay(&thread, last, state.inner.shutdown.clone())?;
-    let stream = replay.map(|item| {
+    let stream = replay.map(move |item| {
+        let _held = &permit;
         Ok::<_, Infallible>(match item {
             Replayed::Event(e) => SseEvent::default().id(e.seq.to_string()).data(&*e.json),
             // Without an id: the client's Last-Event-ID stays until the next real event.
@@ -388,7 +454,10 @@ async fn history(
     Ok(Json(json!({ "thread_id": thread, "history": list })))
 }
 
-async fn list_threads(State(state): State<ServerState>) -> ApiResult<Json<Value>> {
+async fn list_threads(
+    State(state): State<ServerState>,
+    Extension(caller): Extension<Caller>,
+) -> ApiResult<Json<Value>> {
     let mut threads = state
         .inner
         .checkpointer
@@ -403,7 +472,11 @@ async fn list_threads(State(state): State<ServerState>) -> ApiResult<Json<Value>
     }
     threads.sort();
     let mut out = Vec::with_capacity(threads.len());
+    let owners = &state.inner.auth.owners;
     for t in threads {
+        if !caller.sees_all() && !caller.may_see(owners.owner_of(&t)?.as_deref()) {
+            continue;
+        }
         let graph = state.inner.events.graph_of(&t)?;
         out.push(json!({ "thread_id": t, "graph": graph, "active": active.contains(&t) }));
     }

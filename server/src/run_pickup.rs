@@ -149,6 +149,7 @@ async fn prepare(
         lease,
         fence: Some(fence),
         started,
+        permit: None,
     }))
 }
 

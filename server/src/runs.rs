@@ -4,6 +4,7 @@
 //! event, its end recorded (or the run handed over at shutdown), the graph version pinned while
 //! the thread may be resumed, cancellation here or on another server.
 
+use crate::auth::Permit;
 use crate::events::EventStore;
 use crate::run_lease::{Fence, FencedCheckpointer, RunSpec};
 use crate::thread_run::OpenRun;
@@ -86,6 +87,7 @@ pub(crate) async fn start(
     graph_name: &str,
     (graph, version): Versioned,
     run: OpenRun,
+    permit: Option<Permit>,
 ) -> Result<Started, LifecycleError> {
     let lease = match &state.inner.thread_locks {
         None => None,
@@ -153,6 +155,7 @@ pub(crate) async fn start(
             lease,
             fence,
             started: Map::new(),
+            permit,
         },
     )
 }
@@ -181,6 +184,8 @@ pub(crate) struct Launch {
     pub(crate) fence: Option<Arc<Fence>>,
     /// Extra fields of the `run started` event (a run picked up from another server).
     pub(crate) started: Map<String, Value>,
+    /// The run's slot under its principal's limits.
+    pub(crate) permit: Option<Permit>,
 }
 
 /// Registers the run (one per thread), pins the graph version to the thread and spawns it.
@@ -282,6 +287,8 @@ async fn drive(state: ServerState, run: Launch, graph_version: Option<String>) {
         lease,
         fence,
         mut started,
+        // The principal's run slot, given back when this run ends.
+        permit: _permit,
         ..
     } = run;
     let run_id = config.run_id.clone().unwrap_or_default();

@@ -25,6 +25,7 @@ mod n8n_deploy;
 mod n8n_scenarios;
 mod react_agent;
 mod recorded;
+mod serve_auth;
 mod serve_failover;
 mod serve_postgres;
 mod serve_signals;

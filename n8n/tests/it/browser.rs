@@ -579,3 +579,53 @@ async fn chat_page_answers_interrupts_and_shows_errors() {
     b.quit().await;
     let _ = stop.send(());
 }
+
+/// With API keys on, the page still loads without one; the key typed into its "API key" field
+/// (kept in localStorage) goes with its requests and its event stream, and the run it starts
+/// belongs to that key's principal.
+#[tokio::test(flavor = "multi_thread")]
+async fn chat_page_sends_its_api_key_when_the_server_needs_one() {
+    let Some(found) = agentgraph_test_support::require_browser() else {
+        return;
+    };
+    let root = tempfile::tempdir().expect("tempdir");
+    let keys = agentgraph_server::auth::KeyStore::in_dir(&root.path().join("db"));
+    let (_, key) = keys.create("page", None, None, vec![]).expect("key");
+    let (base, stop) = start_server(root.path(), None).await;
+    let b = Browser::start(&found.chromedriver, &found.chromium).await;
+    b.goto(&format!("{base}/?thread=keyed-1")).await;
+    b.wait_for(
+        "the stream refused without a key",
+        "document.getElementById('error').textContent",
+    )
+    .await;
+    b.js(&format!(
+        "const k = document.getElementById('apikey'); k.value = '{key}'; \
+         k.dispatchEvent(new Event('change'));"
+    ))
+    .await;
+    b.wait_for("the event stream", "document.body.dataset.connected")
+        .await;
+    b.type_into("#msg", PROMPT).await;
+    b.click("#send").await;
+    let status = b.wait_for("the run to end", FINISHED).await;
+    assert_eq!(status, json!("done"));
+    assert_chat(&b).await;
+    assert_eq!(
+        b.js("return localStorage.getItem('agentgraph:apiKey')")
+            .await,
+        json!(key)
+    );
+    let http = reqwest::Client::new();
+    let state = |k: Option<&str>| {
+        let mut r = http.get(format!("{base}/threads/keyed-1/state"));
+        if let Some(k) = k {
+            r = r.bearer_auth(k);
+        }
+        r.send()
+    };
+    assert_eq!(state(None).await.expect("get").status().as_u16(), 401);
+    assert_eq!(state(Some(&key)).await.expect("get").status().as_u16(), 200);
+    b.quit().await;
+    let _ = stop.send(());
+}

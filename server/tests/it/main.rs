@@ -3,6 +3,7 @@
 
 mod agent;
 mod api;
+mod auth;
 mod reload;
 mod snapshots;
 mod store;

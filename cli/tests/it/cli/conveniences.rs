@@ -488,6 +488,7 @@ fn every_command_help_shows_examples() {
         "catalogue",
         "chat",
         "serve",
+        "keys",
         "n8n",
         "eval",
         "mcp",

@@ -71,8 +71,11 @@ impl Serve {
         } else {
             self.http.get(url)
         };
-        if let Some(b) = body {
-            req = req.json(&b);
+        match body {
+            Some(b) => req = req.json(&b),
+            // A bodyless POST still says JSON (the server refuses other POSTs with 415).
+            None if post => req = req.header("content-type", "application/json"),
+            None => {}
         }
         let r = req.send().await.expect("the server answers");
         let status = r.status().as_u16();

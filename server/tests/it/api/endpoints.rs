@@ -129,10 +129,19 @@ async fn errors_have_codes_and_statuses() {
         )
         .await;
     assert_eq!((st, error_code(&v)), (400, "BAD_REQUEST"), "{v}");
-    // Resume takes no body at all (every field is optional).
+    // Resume takes an empty JSON body (every field is optional); without the JSON content
+    // type it is refused like any state-changing request (415, a browser form could send it).
     let r = s
         .http
         .post(s.url("/threads/never-ran/resume"))
+        .send()
+        .await
+        .expect("send");
+    assert_eq!(r.status().as_u16(), 415);
+    let r = s
+        .http
+        .post(s.url("/threads/never-ran/resume"))
+        .header("content-type", "application/json")
         .send()
         .await
         .expect("send");
@@ -234,9 +243,11 @@ async fn a_wrong_method_is_a_json_405() {
         (reqwest::Method::DELETE, "/threads/m1/state"),
         (reqwest::Method::POST, "/graphs"),
     ] {
+        // With the JSON content type state-changing methods need (else 415 comes first).
         let r = s
             .http
             .request(method.clone(), s.url(path))
+            .header("content-type", "application/json")
             .send()
             .await
             .expect("send");

@@ -1,0 +1,100 @@
+//! Who owns each thread: the namespace of the principal that created it through the server,
+//! kept in the event database (tree `owners`) so it survives restarts, or in memory when the
+//! events are.
+
+use crate::error::ServerError;
+use crate::events::EventStore;
+use agentgraph_runtime::{Checkpointer, ListQuery};
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+/// Thread → owner namespace.
+pub(crate) struct Owners {
+    tree: Option<sled::Tree>,
+    memory: Mutex<HashMap<String, String>>,
+}
+
+fn storage(e: sled::Error) -> ServerError {
+    ServerError::Storage(e.to_string())
+}
+
+impl Owners {
+    /// Owners beside the events (on disk when the events are).
+    pub(crate) fn open(events: &EventStore) -> Result<Self, ServerError> {
+        let tree = match events.db() {
+            Some(db) => Some(db.open_tree("owners").map_err(storage)?),
+            None => None,
+        };
+        Ok(Owners {
+            tree,
+            memory: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The namespace owning `thread`, if any.
+    pub(crate) fn owner_of(&self, thread: &str) -> Result<Option<String>, ServerError> {
+        match &self.tree {
+            Some(t) => Ok(t
+                .get(thread.as_bytes())
+                .map_err(storage)?
+                .map(|v| String::from_utf8_lossy(&v).into_owned())),
+            None => Ok(self
+                .memory
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(thread)
+                .cloned()),
+        }
+    }
+
+    /// Makes `owner` the owner of `thread` unless the thread has one already; returns whether
+    /// `owner` owns it now. Durable before it returns.
+    pub(crate) async fn claim(&self, thread: &str, owner: &str) -> Result<bool, ServerError> {
+        match &self.tree {
+            Some(t) => {
+                let swapped = t
+                    .compare_and_swap(
+                        thread.as_bytes(),
+                        None as Option<&[u8]>,
+                        Some(owner.as_bytes()),
+                    )
+                    .map_err(storage)?;
+                match swapped {
+                    Ok(()) => {
+                        t.flush_async().await.map_err(storage)?;
+                        Ok(true)
+                    }
+                    Err(cas) => Ok(cas.current.as_deref() == Some(owner.as_bytes())),
+                }
+            }
+            None => {
+                let mut m = self.memory.lock().unwrap_or_else(|p| p.into_inner());
+                Ok(m.entry(thread.to_string())
+                    .or_insert_with(|| owner.to_string())
+                    == owner)
+            }
+        }
+    }
+}
+
+/// Whether `thread` holds anything already (events, a recorded graph, or checkpoints, such as
+/// those `agentgraph run` wrote into the same database): such a thread without an owner was
+/// made before authentication was on, and only `admin` may use it.
+pub(crate) async fn thread_exists(
+    events: &EventStore,
+    checkpointer: &dyn Checkpointer,
+    thread: &str,
+) -> Result<bool, ServerError> {
+    if events.graph_of(thread)?.is_some() || events.next_seq(thread)? > 1 {
+        return Ok(true);
+    }
+    let query = ListQuery {
+        limit: Some(1),
+        ..ListQuery::default()
+    };
+    let found = checkpointer
+        .list(thread, &query)
+        .await
+        .map_err(|e| ServerError::Storage(e.to_string()))?;
+    Ok(!found.is_empty())
+}
