@@ -16,6 +16,7 @@
 //! r thread                 the id of the run in flight (removed when it ends)
 //! v thread                 the graph version the thread is pinned to (removed when its run ends for good)
 //! V version-id             the version as JSON ([`GraphVersion`]), shared by every pinned thread
+//! o thread                 the namespace of the principal owning the thread (`auth::owners`)
 //! ```
 //!
 //! A folder written by an older server (trees `events`, `threads`, `graph_versions`) is moved
@@ -628,10 +629,10 @@ impl EventStore {
         Ok(dropped)
     }
 
-    /// The event database, when events are persisted (other server records live in its
-    /// trees, such as thread owners).
-    pub(crate) fn db(&self) -> Option<&sled::Db> {
-        self.trees.as_ref().map(|t| &t.db)
+    /// The `server` tree, when events are persisted (other server records live in it under
+    /// their own tags, such as thread owners: `o thread`).
+    pub(crate) fn tree(&self) -> Option<&Arc<WalTree>> {
+        self.trees.as_ref()
     }
 
     /// Whether events are persisted on disk.

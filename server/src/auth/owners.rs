@@ -1,32 +1,38 @@
 //! Who owns each thread: the namespace of the principal that created it through the server,
-//! kept in the event database (tree `owners`) so it survives restarts, or in memory when the
-//! events are.
+//! kept in the event database (keys `o thread` of its `server` tree, behind its write-ahead log)
+//! so it survives restarts, or in memory when the events are.
 
 use crate::error::ServerError;
 use crate::events::EventStore;
+use agentgraph_runtime::checkpoint::WalTree;
 use agentgraph_runtime::{Checkpointer, ListQuery};
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Thread → owner namespace.
 pub(crate) struct Owners {
-    tree: Option<sled::Tree>,
+    tree: Option<Arc<WalTree>>,
+    /// In memory: the owners. On disk: held while a claim reads and writes, so two claims of
+    /// one thread cannot both win.
     memory: Mutex<HashMap<String, String>>,
 }
 
-fn storage(e: sled::Error) -> ServerError {
+fn storage(e: impl std::fmt::Display) -> ServerError {
     ServerError::Storage(e.to_string())
+}
+
+fn owner_key(thread: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(thread.len() + 1);
+    k.push(b'o');
+    k.extend_from_slice(thread.as_bytes());
+    k
 }
 
 impl Owners {
     /// Owners beside the events (on disk when the events are).
     pub(crate) fn open(events: &EventStore) -> Result<Self, ServerError> {
-        let tree = match events.db() {
-            Some(db) => Some(db.open_tree("owners").map_err(storage)?),
-            None => None,
-        };
         Ok(Owners {
-            tree,
+            tree: events.tree().cloned(),
             memory: Mutex::new(HashMap::new()),
         })
     }
@@ -35,7 +41,7 @@ impl Owners {
     pub(crate) fn owner_of(&self, thread: &str) -> Result<Option<String>, ServerError> {
         match &self.tree {
             Some(t) => Ok(t
-                .get(thread.as_bytes())
+                .get(&owner_key(thread))
                 .map_err(storage)?
                 .map(|v| String::from_utf8_lossy(&v).into_owned())),
             None => Ok(self
@@ -52,20 +58,21 @@ impl Owners {
     pub(crate) async fn claim(&self, thread: &str, owner: &str) -> Result<bool, ServerError> {
         match &self.tree {
             Some(t) => {
-                let swapped = t
-                    .compare_and_swap(
-                        thread.as_bytes(),
-                        None as Option<&[u8]>,
-                        Some(owner.as_bytes()),
-                    )
-                    .map_err(storage)?;
-                match swapped {
-                    Ok(()) => {
-                        t.flush_async().await.map_err(storage)?;
-                        Ok(true)
+                let claimed = {
+                    let _one_claim_at_a_time =
+                        self.memory.lock().unwrap_or_else(|p| p.into_inner());
+                    let key = owner_key(thread);
+                    match t.get(&key).map_err(storage)? {
+                        Some(current) => return Ok(current == owner.as_bytes()),
+                        None => {
+                            t.apply(vec![(key, owner.as_bytes().to_vec())], Vec::new())
+                                .map_err(storage)?;
+                            true
+                        }
                     }
-                    Err(cas) => Ok(cas.current.as_deref() == Some(owner.as_bytes())),
-                }
+                };
+                t.flush().await.map_err(storage)?;
+                Ok(claimed)
             }
             None => {
                 let mut m = self.memory.lock().unwrap_or_else(|p| p.into_inner());
