@@ -3,6 +3,7 @@
 use crate::exit;
 use agentgraph_dsl::{Diagnostic, Project};
 use agentgraph_runtime::cache::StoreCache;
+use agentgraph_runtime::checkpoint::SledOptions;
 use agentgraph_runtime::store::SledItemStore;
 use agentgraph_runtime::{CompiledGraph, SledCheckpointer};
 use agentgraph_server::RegistryFactory;
@@ -97,7 +98,7 @@ pub fn load(ctx: &Ctx, path: &Path) -> Result<CompiledGraph, u8> {
 
 /// Opens the sled store.
 pub fn store(ctx: &Ctx) -> Result<Arc<SledCheckpointer>, u8> {
-    SledCheckpointer::open(&ctx.db)
+    SledCheckpointer::open_with(&ctx.db, SledOptions::from_env())
         .map(Arc::new)
         .map_err(|e| fail(e, exit::FAILED))
 }

@@ -111,12 +111,35 @@ impl Hub {
     }
 }
 
+/// The hubs in memory, and when to look for idle ones next.
+struct Hubs {
+    map: HashMap<String, Arc<Hub>>,
+    /// Sweep when the map grows past this (twice what the last sweep left, at least
+    /// [`SWEEP_FROM`]), so sweeping costs O(1) per new hub.
+    sweep_at: usize,
+}
+
+/// Below this many hubs nothing is evicted.
+const SWEEP_FROM: usize = 1024;
+
+impl Hubs {
+    /// Drops the hubs nobody uses and that can be rebuilt: nobody holds one but the map (no
+    /// reader, no run, no flush waiting to publish), and its events are on disk or it has
+    /// none. A stream opened on a thread that never had events leaves nothing behind.
+    fn sweep(&mut self, persistent: bool) {
+        self.map.retain(|_, hub| {
+            Arc::strong_count(hub) > 1 || (!persistent && hub.lock().next_seq > 1)
+        });
+        self.sweep_at = (2 * self.map.len()).max(SWEEP_FROM);
+    }
+}
+
 /// Every thread's event log.
 pub struct EventStore {
     /// The `server` tree (see the module docs); `None` in memory.
     trees: Option<Arc<WalTree>>,
     limits: EventLimits,
-    hubs: Mutex<HashMap<String, Arc<Hub>>>,
+    hubs: Mutex<Hubs>,
     graphs: Mutex<HashMap<String, String>>,
 }
 
@@ -238,7 +261,10 @@ impl EventStore {
         EventStore {
             trees: None,
             limits,
-            hubs: Mutex::new(HashMap::new()),
+            hubs: Mutex::new(Hubs {
+                map: HashMap::new(),
+                sweep_at: SWEEP_FROM,
+            }),
             graphs: Mutex::new(HashMap::new()),
         }
     }
@@ -263,7 +289,7 @@ impl EventStore {
     /// The hub of `thread`, loading its log from disk on first use.
     pub(crate) fn hub(&self, thread: &str) -> Result<Arc<Hub>, ServerError> {
         let mut hubs = self.hubs.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(h) = hubs.get(thread) {
+        if let Some(h) = hubs.map.get(thread) {
             return Ok(h.clone());
         }
         let mut ring = Ring {
@@ -300,7 +326,10 @@ impl EventStore {
             published: AtomicU64::new(last),
             tx,
         });
-        hubs.insert(thread.to_string(), hub.clone());
+        if hubs.map.len() >= hubs.sweep_at {
+            hubs.sweep(self.trees.is_some());
+        }
+        hubs.map.insert(thread.to_string(), hub.clone());
         Ok(hub)
     }
 
@@ -652,6 +681,74 @@ impl EventStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::StreamExt;
+
+    fn hubs(store: &EventStore) -> usize {
+        store.hubs.lock().expect("hubs").map.len()
+    }
+
+    #[tokio::test]
+    async fn streams_on_threads_without_events_leave_nothing_behind() {
+        let store = EventStore::memory(LIMITS);
+        store
+            .append("kept", serde_json::json!({"mode": "run", "data": {}}))
+            .expect("append");
+        let open = store
+            .replay("open", Some(0), CancellationToken::new())
+            .expect("replay");
+        for i in 0..20_000 {
+            let stream = store
+                .replay(&format!("probe-{i}"), Some(0), CancellationToken::new())
+                .expect("replay");
+            drop(stream);
+        }
+        assert!(hubs(&store) <= 2 * SWEEP_FROM, "{} hubs", hubs(&store));
+        // A hub with events in memory, and one a reader still holds, are kept.
+        assert_eq!(store.hub("kept").expect("hub").after(0).len(), 1);
+        assert!(store.hubs.lock().expect("hubs").map.contains_key("open"));
+        drop(open);
+    }
+
+    #[tokio::test]
+    async fn an_evicted_hub_on_disk_comes_back_whole() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = EventStore::open(dir.path(), LIMITS).expect("open");
+        for _ in 0..3 {
+            store
+                .append("t", serde_json::json!({"mode": "run", "data": {}}))
+                .expect("append");
+        }
+        // Wait until the three are durable and published.
+        let mut live = Box::pin(
+            store
+                .replay("t", Some(0), CancellationToken::new())
+                .expect("replay"),
+        );
+        for _ in 0..3 {
+            live.next().await.expect("event");
+        }
+        drop(live);
+        for i in 0..3 * SWEEP_FROM {
+            drop(
+                store
+                    .replay(&format!("probe-{i}"), Some(0), CancellationToken::new())
+                    .expect("replay"),
+            );
+        }
+        assert!(
+            !store.hubs.lock().expect("hubs").map.contains_key("t"),
+            "evicted"
+        );
+        let seqs: Vec<u64> = store
+            .hub("t")
+            .expect("hub")
+            .after(0)
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, [1, 2, 3]);
+        assert_eq!(store.next_seq("t").expect("next"), 4);
+    }
 
     const LIMITS: EventLimits = EventLimits {
         events: 100,

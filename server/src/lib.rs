@@ -100,7 +100,7 @@ pub use versions::GraphVersion;
 
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::cache::{NodeCache, StoreCache};
-use agentgraph_runtime::checkpoint::{RunLeases, ThreadLocks};
+use agentgraph_runtime::checkpoint::{RunLeases, SledOptions, ThreadLocks};
 use agentgraph_runtime::store::{InMemoryStore, Store};
 use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
 use auth::{AuthConfig, AuthState, KeyStore, Owners};
@@ -324,8 +324,8 @@ impl ServerState {
         };
         let (mut storage, events): (GraphStorage, EventStore) = match &config.storage {
             Storage::Sled(dir) => {
-                let cp =
-                    SledCheckpointer::open(dir).map_err(|e| ServerError::Storage(e.to_string()))?;
+                let cp = SledCheckpointer::open_with(dir, SledOptions::from_env())
+                    .map_err(|e| ServerError::Storage(e.to_string()))?;
                 (
                     GraphStorage::sled(cp).map_err(|e| ServerError::Storage(e.to_string()))?,
                     EventStore::open(&dir.join("server-events"), limits)?,
