@@ -2,10 +2,11 @@
 //! the `operations` reducer and the `apply_operations` kind, over a node-type catalogue that
 //! is loaded on first use.
 //!
-//! Names, descriptions and argument schemas do not depend on the catalogue, so the registry is
-//! assembled over an empty one; the catalogue (possibly the large real n8n one) is loaded the
-//! first time a builder tool is called or an `apply_operations` node is built. Graphs that use
-//! none of them (`graphs/examples/counter.ag`) never load it.
+//! Names, descriptions and argument schemas (but add_trigger's, which lists the catalogue's
+//! trigger types) do not depend on the catalogue, so the registry is assembled over an empty
+//! one; the catalogue (possibly the large real n8n one) is loaded the
+//! first time a builder tool is called, an `apply_operations` node is built or a graph offering
+//! add_trigger to a model is compiled. Graphs that use none of them (`graphs/examples/counter.ag`) never load it.
 
 use crate::catalogue::{CatalogueLoadError, CatalogueSource};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
@@ -13,6 +14,7 @@ use agentgraph_dsl::agents::ToolMap;
 use agentgraph_dsl::registry::{NodeBuild, NodeFactory};
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::Node;
+use agentgraph_std_tools::builder::CATALOGUE_SHAPED_TOOLS;
 use agentgraph_std_tools::catalogue::Catalogue;
 use agentgraph_std_tools::dsl::{all_tools, register};
 use serde_json::Value;
@@ -96,10 +98,14 @@ impl N8n {
         let mut lazy: ToolMap = all_tools(Arc::new(Catalogue::new()))
             .into_iter()
             .map(|(name, t)| {
+                // A schema made from the catalogue (add_trigger's trigger types) is read from
+                // the real tool, which loads the catalogue when the graph is compiled.
+                let schema =
+                    (!CATALOGUE_SHAPED_TOOLS.contains(&name.as_str())).then(|| t.input_schema());
                 let tool: Arc<dyn Tool> = Arc::new(LazyTool {
                     name: name.clone(),
                     description: t.description().to_string(),
-                    schema: t.input_schema(),
+                    schema,
                     n8n: self.clone(),
                 });
                 (name, tool)
@@ -139,7 +145,8 @@ const APPLY_OPERATIONS: &str = "apply_operations";
 struct LazyTool {
     name: String,
     description: String,
-    schema: Value,
+    /// The argument schema; `None` when it comes from the catalogue (asked of the real tool).
+    schema: Option<Value>,
     n8n: Arc<N8n>,
 }
 
@@ -154,7 +161,15 @@ impl Tool for LazyTool {
     }
 
     fn input_schema(&self) -> Value {
-        self.schema.clone()
+        match &self.schema {
+            Some(schema) => schema.clone(),
+            None => self
+                .n8n
+                .tools()
+                .get(&self.name)
+                .map(|t| t.input_schema())
+                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+        }
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -262,6 +277,26 @@ mod tests {
         assert!(n8n.catalogue().len() > 10);
     }
 
+    #[test]
+    fn add_trigger_offers_the_trigger_types_of_the_loaded_catalogue() {
+        let n8n = N8n::new(CatalogueSource::Builtin);
+        let tool = LazyTool {
+            name: "add_trigger".into(),
+            description: String::new(),
+            schema: None,
+            n8n: n8n.clone(),
+        };
+        assert!(!n8n.catalogue_loaded());
+        let schema = tool.input_schema();
+        assert!(n8n.catalogue_loaded());
+        let want = agentgraph_std_tools::builder::add_trigger::trigger_types(&n8n.catalogue());
+        assert_eq!(
+            schema["properties"]["nodeType"]["enum"],
+            serde_json::json!(want)
+        );
+        assert!(CATALOGUE_SHAPED_TOOLS.contains(&"add_trigger"));
+    }
+
     #[tokio::test]
     async fn a_builder_tool_loads_the_catalogue_on_its_first_call() {
         let n8n = N8n::new(CatalogueSource::Builtin);
@@ -270,7 +305,7 @@ mod tests {
         let tool = LazyTool {
             name: "search_nodes".into(),
             description: search.description().into(),
-            schema: search.input_schema(),
+            schema: Some(search.input_schema()),
             n8n: n8n.clone(),
         };
         assert!(!n8n.catalogue_loaded());

@@ -185,8 +185,11 @@ async fn discovery_without_results_is_reminded_then_explained_and_the_log_is_per
         return;
     }
     // The discovery agent answers three times without submitting (once, then after each of
-    // the two reminders): the phase logs an error, the builder is skipped, the responder
-    // explains (its script answer only matches a request holding that log entry).
+    // the two reminders): the phase logs an error; on the empty workflow the builder still
+    // runs once from the request alone (logged as a retry), answers in text four times (once,
+    // then after each of three reminders to validate) and logs an error; the configurator is
+    // skipped (nothing to configure), the responder explains (its script answer only matches a
+    // request holding the discovery entry).
     let fixture = root().join("cli/tests/fixtures/discovery-unsubmitted");
     let g = compile("multi", &fixture);
     let thread = "discovery-unsubmitted";
@@ -210,7 +213,15 @@ async fn discovery_without_results_is_reminded_then_explained_and_the_log_is_per
             )
         })
         .collect();
-    assert_eq!(phases, [("discovery", "error")], "{log}");
+    assert_eq!(
+        phases,
+        [
+            ("discovery", "error"),
+            ("check", "retry"),
+            ("builder", "error")
+        ],
+        "{log}"
+    );
     assert_eq!(out.values["workflow"]["nodes"], json!([]));
     let answer = out.values["messages"]
         .as_array()

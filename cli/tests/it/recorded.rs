@@ -189,8 +189,8 @@ async fn a_prose_answer_on_an_empty_workflow_is_retried_then_reported_as_not_bui
     assert_eq!(reminders, 2);
     for (i, r) in agent.iter().enumerate() {
         // Every call on the empty workflow follows a human message: its tool is named, the
-        // search first, add_nodes after each reminder.
-        let tool = if i == 0 { "search_nodes" } else { "add_nodes" };
+        // trigger first, add_nodes after each reminder.
+        let tool = if i == 0 { "add_trigger" } else { "add_nodes" };
         assert_eq!(forced_tool(r), Some(tool), "agent call {i}");
         assert_eq!(r["max_tokens"], 1024, "agent call {i}");
         assert_eq!(r["temperature"], 0.2, "agent call {i}");
@@ -285,6 +285,9 @@ async fn a_multi_agent_run_of_a_small_model_is_routed_bounded_and_explained() {
         .map(|n| answer(case, *n))
         .collect();
     plan.extend(discovery.iter().cloned());
+    // The builder then runs from the request alone; the recording has no answer for it (a
+    // refused request fails the phase, which is logged).
+    plan.push(Step::Refuse);
     // The responder's answer: a text answer of the same model (recorded in another run).
     plan.push(answer("single-agent-prose", 2));
     let (server, provider) = RecordedProvider::start(plan).await;
@@ -298,7 +301,19 @@ async fn a_multi_agent_run_of_a_small_model_is_routed_bounded_and_explained() {
     // The empty workflow went to discovery, not to the configurator the supervisor chose.
     assert_eq!(calls_of(&requests, SUPERVISOR_RULES).len(), 1);
     assert!(calls_of(&requests, CONFIGURATOR_RULES).is_empty());
-    assert!(calls_of(&requests, BUILDER_RULES).is_empty());
+    // Discovery found nothing on an empty workflow: the builder still ran, its first call
+    // required to add the trigger (from the catalogue's trigger types).
+    let builder = calls_of(&requests, BUILDER_RULES);
+    assert_eq!(builder.len(), 1, "{requests:#?}");
+    assert_eq!(forced_tool(builder[0]), Some("add_trigger"));
+    let types = builder[0]["tools"][0]["function"]["parameters"]["properties"]["nodeType"]["enum"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        types.contains(&json!("n8n-nodes-base.scheduleTrigger")),
+        "{types:?}"
+    );
     // Discovery stopped at its budget (10 answers to its one request), without another call.
     assert_eq!(
         calls_of(&requests, DISCOVERY_RULES).len(),
@@ -318,8 +333,10 @@ async fn a_multi_agent_run_of_a_small_model_is_routed_bounded_and_explained() {
             .contains("max iterations"),
         "{log:?}"
     );
+    assert_eq!(log[1]["phase"], "builder", "{log:?}");
+    assert_eq!(log[1]["status"], "error", "{log:?}");
     assert_eq!(calls_of(&requests, RESPONDER_RULES).len(), 1);
-    assert_eq!(requests.len(), 2 + discovery.len() + 1);
+    assert_eq!(requests.len(), 2 + discovery.len() + builder.len() + 1);
     assert_eq!(state["workflow"]["nodes"], json!([]));
     let last = state["messages"]
         .as_array()
@@ -343,7 +360,7 @@ async fn a_multi_agent_run_of_a_small_model_is_routed_bounded_and_explained() {
             512
         } else if prefix.starts_with(RESPONDER_RULES) {
             1024
-        } else if prefix.starts_with("You are the discovery") {
+        } else if prefix.starts_with("You are the discovery") || prefix.starts_with(BUILDER_RULES) {
             1536
         } else {
             200
@@ -704,11 +721,13 @@ async fn with_the_fenced_response_format_the_recorded_model_calls_tools_and_buil
             .all(|n| n["type"] == "n8n-nodes-base.httpRequest"),
         "{nodes:?}"
     );
-    // Only the first call had to call a tool, the search (the workflow was empty, a human had
-    // spoken).
-    assert_eq!(forced_tool(agent[0]), Some("search_nodes"));
-    assert_eq!(agent[1]["tool_choice"], "auto");
-    assert_eq!(agent[1]["tools"].as_array().map(Vec::len), Some(7));
+    // The first call had to add the trigger (the workflow was empty, a human had spoken); the
+    // model's batch added nodes but no trigger, so the next call had to add one too; after the
+    // note about the repeated batch the choice was free again, among all eight tools.
+    assert_eq!(forced_tool(agent[0]), Some("add_trigger"));
+    assert_eq!(forced_tool(agent[1]), Some("add_trigger"));
+    assert_eq!(agent[2]["tool_choice"], "auto");
+    assert_eq!(agent[2]["tools"].as_array().map(Vec::len), Some(8));
     // The workflow changed between the calls, the system prompt did not.
     assert_eq!(system(agent[0]), system(agent[2]));
     let context = |r: &Value| {
@@ -784,4 +803,83 @@ async fn a_connect_naming_nodes_added_in_the_same_answer_sees_them_in_the_shippe
         connects[1..].iter().all(|c| c.contains("DUPLICATE_CALL")),
         "{connects:#?}"
     );
+}
+
+/// [`turn`] with extra environment variables.
+async fn turn_with(
+    graph: PathBuf,
+    text: &str,
+    uri: String,
+    vars: &'static [(&'static str, &'static str)],
+) -> (Output, tempfile::TempDir) {
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().to_path_buf();
+    let text = text.to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        run_turn_with(&graph, &db_path, "rec", &text, &uri, vars)
+    })
+    .await
+    .unwrap();
+    (out, db)
+}
+
+/// The node types a forced `add_trigger` request offers.
+fn offered_triggers(r: &Value) -> Vec<String> {
+    r["tools"][0]["function"]["parameters"]["properties"]["nodeType"]["enum"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lone_trigger_is_followed_by_a_required_search_then_add_nodes() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded in an eval run of these graphs ("Create a workflow that sends a personalized
+    // morning weather report email using OpenWeather API data."): the name, the required
+    // add_trigger answered with a schedule trigger, the required search answered with a search
+    // for "weather". The run's time ran out during the next answer.
+    let case = "single-agent-trigger";
+    let plan = vec![
+        answer(case, 1),
+        answer(case, 2),
+        answer(case, 3),
+        Step::Refuse,
+    ];
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let request = "Create a workflow that sends a personalized morning weather report email using OpenWeather API data.";
+    let (_out, db) = turn_with(
+        shipped("single-agent.ag"),
+        request,
+        server.uri(),
+        &[("AGENTGRAPH_PARALLEL_TOOL_CALLS", "false")],
+    )
+    .await;
+    let stored = stored_state(&shipped("single-agent.ag"), db.path());
+    let requests = provider.requests();
+    let agent = calls_of(&requests, SINGLE_RULES);
+    let tools: Vec<Option<&str>> = agent.iter().map(|r| forced_tool(r)).collect();
+    assert_eq!(
+        tools,
+        [Some("add_trigger"), Some("search_nodes"), Some("add_nodes")]
+    );
+    // The trigger types offered are the real catalogue's general-purpose triggers; the model
+    // picked one of them.
+    let offered = offered_triggers(agent[0]);
+    for t in [
+        "n8n-nodes-base.scheduleTrigger",
+        "n8n-nodes-base.webhook",
+        "n8n-nodes-base.manualTrigger",
+        "@n8n/n8n-nodes-langchain.chatTrigger",
+    ] {
+        assert!(offered.iter().any(|o| o == t), "{t} not in {offered:?}");
+    }
+    assert!(offered.len() <= 20, "{offered:?}");
+    // What the run kept: the trigger alone, which the graph does not count as built.
+    let nodes = stored["values"]["workflow"]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(nodes[0]["type"], "n8n-nodes-base.scheduleTrigger");
 }

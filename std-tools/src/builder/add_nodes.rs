@@ -6,14 +6,15 @@
 //! `Successfully added "Fetch Weather" (HTTP Request) with ID <uuid>` followed by the node's
 //! resolved inputs and outputs.
 
+use super::connect_nodes::{ConnectNodes, PlannedConnection};
 use super::positions::{position_for, Placement};
 use super::search_nodes::{ports_json, with_known_labels};
 use super::state::{
-    codes, current_workflow, did_you_mean, is_sub_node, output_with_operations, req_str,
+    codes, current_workflow, did_you_mean, is_sub_node, node_ports, output_with_operations, req_str,
 };
 use crate::catalogue::Catalogue;
-use crate::operations::Operation;
-use crate::workflow::WorkflowNode;
+use crate::operations::{apply_operations, Operation};
+use crate::workflow::{Workflow, WorkflowNode};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Map, Value};
@@ -89,114 +90,245 @@ impl Tool for AddNodes {
                 ))
             }
         };
-        let desc = self.catalogue.get(node_type, None).ok_or_else(|| {
-            ToolError::new(
-                codes::NODE_TYPE_NOT_FOUND,
-                format!(
-                    "node type `{node_type}` is not in the catalogue. {}",
-                    did_you_mean(&self.catalogue, node_type)
-                ),
-            )
-        })?;
-        let version = self
-            .catalogue
-            .default_version(node_type)
-            .unwrap_or_else(|| desc.version.max());
         let wf = current_workflow(ctx)?;
-        if let Some(max) = desc.max_nodes {
-            let count = wf.nodes.iter().filter(|n| n.node_type == desc.name).count();
-            if count >= max as usize {
-                return Err(ToolError::new(
-                    codes::MAX_NODES_REACHED,
-                    format!(
-                        "a workflow may contain at most {max} node(s) of type `{}` and it already \
-                         has {count}; reuse the existing one",
-                        desc.name
-                    ),
-                ));
-            }
+        let requested = args.get("name").and_then(Value::as_str);
+        let planned = plan_node(&self.catalogue, ctx, &wf, node_type, requested, params)?;
+        let mut message = planned.message;
+        let mut ops = vec![Operation::AddNodes {
+            nodes: vec![planned.node.clone()],
+        }];
+        for c in auto_connections(&self.catalogue, &wf, &planned.node) {
+            message.push('\n');
+            message.push_str(&c.message());
+            message.push_str(" (automatically: the only node it can be connected to)");
+            ops.push(c.operation());
         }
-        let params_value = Value::Object(params.clone());
-        let ports = match self
-            .catalogue
-            .ports(node_type, Some(version), &params_value)
-        {
-            Some(Ok(p)) => p,
-            Some(Err(e)) => {
-                return Err(ToolError::new(
-                    codes::PORT_RESOLUTION_FAILED,
-                    format!(
-                        "the inputs/outputs of `{node_type}` could not be resolved for \
-                         connectionParameters {params_value}: {e}; check the parameter values"
-                    ),
-                ))
-            }
-            None => Default::default(),
-        };
-        let ports = with_known_labels(node_type, ports);
-        let out_kinds = ports.output_kinds();
-        let placement = if desc.is_trigger() {
-            Placement::Trigger
-        } else if is_sub_node(&ports) {
-            Placement::SubNode(&out_kinds)
-        } else {
-            Placement::Main
-        };
-        let position = position_for(&self.catalogue, &wf, placement);
-        let requested = args
-            .get("name")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty());
-        let base = requested
-            .map(str::to_string)
-            .or_else(|| {
-                desc.defaults
-                    .as_ref()
-                    .and_then(|d| d.get("name"))
-                    .and_then(Value::as_str)
-                    .map(str::to_string)
-            })
-            .unwrap_or_else(|| desc.display_name.clone());
-        let name = wf.unique_name(&base);
-        let id = node_id(ctx, "node");
-        let mut node =
-            WorkflowNode::new(&id, &name, &desc.name, version, position).with_parameters(params);
-        // n8n registers a node's production webhook only when the node has a webhookId (its
-        // editor assigns one to every node type that declares webhooks).
-        if desc
-            .webhooks
-            .as_ref()
-            .and_then(Value::as_array)
-            .is_some_and(|w| !w.is_empty())
-        {
-            node.extra
-                .insert("webhookId".into(), Value::String(node_id(ctx, "webhook")));
-        }
-        let mut message = format!(
-            "Successfully added \"{name}\" ({}) with ID {id}",
-            desc.display_name
-        );
-        if name != base {
-            message.push_str(&format!(" (named \"{name}\" because \"{base}\" was taken)"));
-        }
-        message.push_str(&format!(
-            "\nInputs: {}\nOutputs: {}",
-            ports_json(&ports.inputs),
-            ports_json(&ports.outputs)
-        ));
-        if is_sub_node(&ports) {
-            message.push_str(
-                "\nThis is a sub-node: connect it with connect_nodes from this node to the node \
-                 that uses it (e.g. chat model → agent).",
-            );
-        }
-        Ok(output_with_operations(
-            ctx,
-            message,
-            &[Operation::AddNodes { nodes: vec![node] }],
-        ))
+        Ok(output_with_operations(ctx, message, &ops))
     }
+}
+
+/// The `ai_*` connections adding `node` to `wf` makes unambiguous: a new sub-node to the one
+/// node that takes its kind and has room for it; a new node taking `ai_*` input from each
+/// unconnected sub-node for which it is that one node. A small model added chat models and
+/// tools and left them unconnected (an error of the structure check).
+pub fn auto_connections(
+    catalogue: &Arc<Catalogue>,
+    wf: &Workflow,
+    node: &WorkflowNode,
+) -> Vec<PlannedConnection> {
+    let add = Operation::AddNodes {
+        nodes: vec![node.clone()],
+    };
+    let Ok(mut current) = apply_operations(wf, &[add]) else {
+        return Vec::new();
+    };
+    let Ok(ports) = node_ports(catalogue, node) else {
+        return Vec::new();
+    };
+    let connector = ConnectNodes::new(catalogue.clone());
+    let mut planned = Vec::new();
+    let mut connect = |current: &mut Workflow, source: &str, target: &str, kind: &str| {
+        let args = json!({"sourceNodeId": source, "targetNodeId": target, "connectionType": kind});
+        let Ok(c) = connector.plan(current, &args) else {
+            return false;
+        };
+        match apply_operations(current, &[c.operation()]) {
+            Ok(next) => {
+                *current = next;
+                planned.push(c);
+                true
+            }
+            Err(_) => false,
+        }
+    };
+    if is_sub_node(&ports) {
+        for kind in ports.output_kinds() {
+            let parents = parents_with_room(catalogue, &current, kind, &node.name);
+            if let [only] = parents.as_slice() {
+                if connect(&mut current, &node.name, only, kind) {
+                    break;
+                }
+            }
+        }
+        return planned;
+    }
+    let takes: Vec<String> = ports
+        .input_kinds()
+        .into_iter()
+        .filter(|k| k.starts_with("ai_"))
+        .map(str::to_string)
+        .collect();
+    if takes.is_empty() {
+        return planned;
+    }
+    for sub in wf.nodes.iter().filter(|n| !n.is_disabled()) {
+        if !wf.outgoing(&sub.name, None).is_empty() {
+            continue;
+        }
+        let Ok(sub_ports) = node_ports(catalogue, sub) else {
+            continue;
+        };
+        if !is_sub_node(&sub_ports) {
+            continue;
+        }
+        for kind in sub_ports.output_kinds() {
+            if !takes.iter().any(|k| k == kind) {
+                continue;
+            }
+            let parents = parents_with_room(catalogue, &current, kind, &sub.name);
+            if parents.as_slice() == [node.name.clone()]
+                && connect(&mut current, &sub.name, &node.name, kind)
+            {
+                break;
+            }
+        }
+    }
+    planned
+}
+
+/// The nodes of `wf` other than `except` that are not sub-nodes and take `kind` input with
+/// room for one more connection.
+fn parents_with_room(
+    catalogue: &Catalogue,
+    wf: &Workflow,
+    kind: &str,
+    except: &str,
+) -> Vec<String> {
+    wf.nodes
+        .iter()
+        .filter(|n| n.name != except && !n.is_disabled())
+        .filter(|n| {
+            let Ok(ports) = node_ports(catalogue, n) else {
+                return false;
+            };
+            if is_sub_node(&ports) {
+                return false;
+            }
+            let incoming = wf.incoming(&n.name, Some(kind)).len();
+            ports
+                .inputs
+                .iter()
+                .filter(|p| p.kind == kind)
+                .any(|p| p.max_connections.is_none_or(|max| incoming < max as usize))
+        })
+        .map(|n| n.name.clone())
+        .collect()
+}
+
+/// A node ready to be added, and the tool message that reports it.
+#[derive(Debug, Clone)]
+pub struct PlannedNode {
+    /// The node, with its unique name, position and version.
+    pub node: WorkflowNode,
+    /// `Successfully added "…" (…) with ID …` and its inputs and outputs.
+    pub message: String,
+}
+
+/// Plans adding a node of `node_type` to `wf`: the catalogue's description and default
+/// version, the max-nodes limit, the ports for `params`, a position, a unique name (from
+/// `requested`, else the type's default name) and an id.
+pub fn plan_node(
+    catalogue: &Catalogue,
+    ctx: &ToolContext,
+    wf: &Workflow,
+    node_type: &str,
+    requested: Option<&str>,
+    params: Map<String, Value>,
+) -> Result<PlannedNode, ToolError> {
+    let desc = catalogue.get(node_type, None).ok_or_else(|| {
+        ToolError::new(
+            codes::NODE_TYPE_NOT_FOUND,
+            format!(
+                "node type `{node_type}` is not in the catalogue. {}",
+                did_you_mean(catalogue, node_type)
+            ),
+        )
+    })?;
+    let version = catalogue
+        .default_version(node_type)
+        .unwrap_or_else(|| desc.version.max());
+    if let Some(max) = desc.max_nodes {
+        let count = wf.nodes.iter().filter(|n| n.node_type == desc.name).count();
+        if count >= max as usize {
+            return Err(ToolError::new(
+                codes::MAX_NODES_REACHED,
+                format!(
+                    "a workflow may contain at most {max} node(s) of type `{}` and it already \
+                     has {count}; reuse the existing one",
+                    desc.name
+                ),
+            ));
+        }
+    }
+    let params_value = Value::Object(params.clone());
+    let ports = match catalogue.ports(node_type, Some(version), &params_value) {
+        Some(Ok(p)) => p,
+        Some(Err(e)) => {
+            return Err(ToolError::new(
+                codes::PORT_RESOLUTION_FAILED,
+                format!(
+                    "the inputs/outputs of `{node_type}` could not be resolved for \
+                     connectionParameters {params_value}: {e}; check the parameter values"
+                ),
+            ))
+        }
+        None => Default::default(),
+    };
+    let ports = with_known_labels(node_type, ports);
+    let out_kinds = ports.output_kinds();
+    let placement = if desc.is_trigger() {
+        Placement::Trigger
+    } else if is_sub_node(&ports) {
+        Placement::SubNode(&out_kinds)
+    } else {
+        Placement::Main
+    };
+    let position = position_for(catalogue, wf, placement);
+    let requested = requested.map(str::trim).filter(|s| !s.is_empty());
+    let base = requested
+        .map(str::to_string)
+        .or_else(|| {
+            desc.defaults
+                .as_ref()
+                .and_then(|d| d.get("name"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .unwrap_or_else(|| desc.display_name.clone());
+    let name = wf.unique_name(&base);
+    let id = node_id(ctx, "node");
+    let mut node =
+        WorkflowNode::new(&id, &name, &desc.name, version, position).with_parameters(params);
+    // n8n registers a node's production webhook only when the node has a webhookId (its
+    // editor assigns one to every node type that declares webhooks).
+    if desc
+        .webhooks
+        .as_ref()
+        .and_then(Value::as_array)
+        .is_some_and(|w| !w.is_empty())
+    {
+        node.extra
+            .insert("webhookId".into(), Value::String(node_id(ctx, "webhook")));
+    }
+    let mut message = format!(
+        "Successfully added \"{name}\" ({}) with ID {id}",
+        desc.display_name
+    );
+    if name != base {
+        message.push_str(&format!(" (named \"{name}\" because \"{base}\" was taken)"));
+    }
+    message.push_str(&format!(
+        "\nInputs: {}\nOutputs: {}",
+        ports_json(&ports.inputs),
+        ports_json(&ports.outputs)
+    ));
+    if is_sub_node(&ports) {
+        message.push_str(
+            "\nThis is a sub-node: connect it with connect_nodes from this node to the node \
+             that uses it (e.g. chat model → agent).",
+        );
+    }
+    Ok(PlannedNode { node, message })
 }
 
 /// A node id (or, with `what` = `webhook`, a webhook id) in n8n's uuid form. Inside a run it is derived from the thread and the tool

@@ -414,7 +414,14 @@ impl Tool for ConnectNodes {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let wf = current_workflow(ctx)?;
-        let plan = self.plan(&wf, &args)?;
+        // The connection asked for is there (add_nodes may have made it): nothing to do, and
+        // not a failure the model must fix.
+        let plan = match self.plan(&wf, &args) {
+            Err(e) if e.code == codes::ALREADY_CONNECTED => {
+                return Ok(ToolOutput::text(e.message));
+            }
+            other => other?,
+        };
         Ok(output_with_operations(
             ctx,
             plan.message(),

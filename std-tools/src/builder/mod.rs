@@ -5,6 +5,7 @@
 //! * [`discovery`]: `submit_discovery_results`, which ends the discovery phase.
 
 pub mod add_nodes;
+pub mod add_trigger;
 pub mod best_practices;
 pub mod connect_nodes;
 pub mod discovery;
@@ -31,6 +32,7 @@ pub use update_parameters::{
 };
 
 pub use add_nodes::AddNodes;
+pub use add_trigger::AddTrigger;
 pub use connect_nodes::{ConnectNodes, PlannedConnection};
 pub use get_node_parameter::{GetNodeParameter, MAX_PARAMETER_VALUE_LENGTH};
 pub use node_details::GetNodeDetails;
@@ -38,8 +40,12 @@ pub use remove_connection::RemoveConnection;
 pub use remove_node::RemoveNode;
 pub use search_nodes::SearchNodes;
 
+/// The tools whose argument schema depends on the catalogue (a registry that loads the
+/// catalogue lazily must ask the real tool for it).
+pub const CATALOGUE_SHAPED_TOOLS: &[&str] = &["add_trigger"];
+
 /// The workflow-builder tools over `catalogue`: search_nodes, get_node_details, add_nodes,
-/// connect_nodes, remove_node, remove_connection, get_node_parameter, get_best_practices and
+/// add_trigger (its types from the catalogue), connect_nodes, remove_node, remove_connection, get_node_parameter, get_best_practices and
 /// submit_discovery_results (its node types checked against the catalogue).
 pub fn workflow_tools(
     catalogue: std::sync::Arc<crate::catalogue::Catalogue>,
@@ -50,6 +56,7 @@ pub fn workflow_tools(
         Arc::new(SearchNodes::new(catalogue.clone())),
         Arc::new(GetNodeDetails::new(catalogue.clone())),
         Arc::new(AddNodes::new(catalogue.clone())),
+        Arc::new(AddTrigger::new(catalogue.clone())),
         Arc::new(ConnectNodes::new(catalogue.clone())),
         Arc::new(RemoveNode::new(catalogue.clone())),
         Arc::new(RemoveConnection::new(catalogue.clone())),

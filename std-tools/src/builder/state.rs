@@ -32,6 +32,8 @@ pub mod codes {
     pub const NODE_TYPE_NOT_FOUND: &str = "NODE_TYPE_NOT_FOUND";
     /// `connectionParametersReasoning` is missing or empty.
     pub const MISSING_REASONING: &str = "MISSING_REASONING";
+    /// `add_trigger` on a workflow that already has an enabled trigger.
+    pub const TRIGGER_EXISTS: &str = "TRIGGER_EXISTS";
     /// The node type allows no more nodes of it in one workflow (`maxNodes`).
     pub const MAX_NODES_REACHED: &str = "MAX_NODES_REACHED";
     /// A node's inputs/outputs could not be resolved for its parameters.

@@ -226,12 +226,13 @@ pub fn validate_structure(workflow: &Workflow, catalogue: &Catalogue) -> Report 
     run(workflow, catalogue, true, false)
 }
 
-/// What the structure check finds that leaves a workflow unfinished: its errors, and a trigger
-/// or a node that is not connected (warnings otherwise), each as `"CODE: node \"Name\":
+/// What the structure check finds that leaves a workflow unfinished: its errors, a trigger or a
+/// node that is not connected (warnings otherwise), and a workflow of triggers only
+/// ([`ONLY_TRIGGER`]), each as `"CODE: node \"Name\":
 /// message"` (without the node part for the workflow as a whole). Empty for
 /// a workflow a build could end on.
 pub fn unfinished(workflow: &Workflow, catalogue: &Catalogue) -> Vec<String> {
-    validate_structure(workflow, catalogue)
+    let mut problems: Vec<String> = validate_structure(workflow, catalogue)
         .findings
         .iter()
         .filter(|f| {
@@ -245,8 +246,30 @@ pub fn unfinished(workflow: &Workflow, catalogue: &Catalogue) -> Vec<String> {
             Some(node) => format!("{}: node \"{node}\": {}", f.code, f.message),
             None => format!("{}: {}", f.code, f.message),
         })
-        .collect()
+        .collect();
+    let nodes: Vec<_> = workflow
+        .nodes
+        .iter()
+        .filter(|n| !n.is_sticky_note())
+        .collect();
+    let only_triggers = nodes.iter().all(|n| {
+        catalogue
+            .get(&n.node_type, Some(n.version()))
+            .is_some_and(|d| d.is_trigger())
+    });
+    if !nodes.is_empty() && only_triggers {
+        problems.push(format!(
+            "{ONLY_TRIGGER}: the workflow has only its trigger, so it does nothing yet; find the \
+             nodes that do the work with search_nodes, add them with add_nodes and connect the \
+             trigger to the first"
+        ));
+    }
+    problems
 }
+
+/// The [`unfinished`] finding for a workflow that holds triggers and nothing else (a build
+/// step, not a structure rule: such a workflow is valid, but it does nothing).
+pub const ONLY_TRIGGER: &str = "ONLY_TRIGGER";
 
 /// Runs the configuration rules.
 pub fn validate_configuration(workflow: &Workflow, catalogue: &Catalogue) -> Report {

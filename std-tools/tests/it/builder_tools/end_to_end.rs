@@ -3,7 +3,7 @@
 use super::*;
 
 #[test]
-fn workflow_tools_lists_nine_tools() {
+fn workflow_tools_lists_ten_tools() {
     let tools = workflow_tools(builtin());
     let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
     assert_eq!(
@@ -12,6 +12,7 @@ fn workflow_tools_lists_nine_tools() {
             "search_nodes",
             "get_node_details",
             "add_nodes",
+            "add_trigger",
             "connect_nodes",
             "remove_node",
             "remove_connection",

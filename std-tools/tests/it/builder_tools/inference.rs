@@ -6,16 +6,18 @@ use super::*;
 async fn real_chat_model_agent_both_directions() {
     let Some(cat) = real() else { return };
     let mut s = Session::new(cat);
-    let agent = s.add(&format!("{LC}.agent"), "AI Agent", json!({})).await;
+    let agent = s
+        .add_alone(&format!("{LC}.agent"), "AI Agent", json!({}))
+        .await;
     let model = s
-        .add(
+        .add_alone(
             &format!("{LC}.lmChatOpenAi"),
             "OpenAI Chat Model",
             json!({}),
         )
         .await;
     let model2 = s
-        .add(&format!("{LC}.lmChatAnthropic"), "Claude", json!({}))
+        .add_alone(&format!("{LC}.lmChatAnthropic"), "Claude", json!({}))
         .await;
     let msg = s.connect(&model, &agent).await;
     assert_eq!(
@@ -37,24 +39,24 @@ async fn real_vector_store_insert_vs_retrieve_as_tool() {
     let Some(cat) = real() else { return };
     let mut s = Session::new(cat);
     let trig = s
-        .add("n8n-nodes-base.manualTrigger", "Start", json!({}))
+        .add_alone("n8n-nodes-base.manualTrigger", "Start", json!({}))
         .await;
     let insert = s
-        .add(
+        .add_alone(
             &format!("{LC}.vectorStoreInMemory"),
             "Insert Docs",
             json!({"mode": "insert"}),
         )
         .await;
     let loader = s
-        .add(
+        .add_alone(
             &format!("{LC}.documentDefaultDataLoader"),
             "Loader",
             json!({}),
         )
         .await;
     let emb = s
-        .add(&format!("{LC}.embeddingsOpenAi"), "Embeddings", json!({}))
+        .add_alone(&format!("{LC}.embeddingsOpenAi"), "Embeddings", json!({}))
         .await;
     s.connect(&trig, &insert).await;
     assert!(s
@@ -64,10 +66,10 @@ async fn real_vector_store_insert_vs_retrieve_as_tool() {
     assert!(s.connect(&emb, &insert).await.ends_with("via ai_embedding"));
     // Reversed embedding connection on the insert store is swapped too.
     let emb2 = s
-        .add(&format!("{LC}.embeddingsOpenAi"), "Embeddings 2", json!({}))
+        .add_alone(&format!("{LC}.embeddingsOpenAi"), "Embeddings 2", json!({}))
         .await;
     let insert2 = s
-        .add(
+        .add_alone(
             &format!("{LC}.vectorStoreInMemory"),
             "Insert 2",
             json!({"mode": "insert"}),
@@ -76,9 +78,11 @@ async fn real_vector_store_insert_vs_retrieve_as_tool() {
     let msg = s.connect(&insert2, &emb2).await;
     assert!(msg.contains("via ai_embedding (swapped"), "{msg}");
     // Retrieve-as-tool: the store is a sub-node feeding the agent's tools.
-    let agent = s.add(&format!("{LC}.agent"), "Agent", json!({})).await;
+    let agent = s
+        .add_alone(&format!("{LC}.agent"), "Agent", json!({}))
+        .await;
     let tool_store = s
-        .add(
+        .add_alone(
             &format!("{LC}.vectorStoreInMemory"),
             "Knowledge",
             json!({"mode": "retrieve-as-tool", "toolName": "kb", "toolDescription": "docs"}),
@@ -107,21 +111,21 @@ async fn real_document_loader_custom_splitting() {
     let Some(cat) = real() else { return };
     let mut s = Session::new(cat);
     let default_loader = s
-        .add(
+        .add_alone(
             &format!("{LC}.documentDefaultDataLoader"),
             "Simple Loader",
             json!({}),
         )
         .await;
     let custom = s
-        .add(
+        .add_alone(
             &format!("{LC}.documentDefaultDataLoader"),
             "Custom Loader",
             json!({"textSplittingMode": "custom"}),
         )
         .await;
     let splitter = s
-        .add(
+        .add_alone(
             &format!("{LC}.textSplitterRecursiveCharacterTextSplitter"),
             "Splitter",
             json!({}),

@@ -15,6 +15,8 @@ use serde_json::{json, Value};
 use std::sync::{Arc, OnceLock};
 
 mod add_nodes;
+mod add_trigger;
+mod auto_connect;
 mod connect;
 mod end_to_end;
 mod inference;
@@ -105,6 +107,27 @@ impl Session {
             )
             .await;
         id_of(&msg)
+    }
+
+    /// [`Session::add`] without the `ai_*` connections add_nodes makes by itself (for tests of
+    /// connect_nodes).
+    async fn add_alone(&mut self, node_type: &str, name: &str, params: Value) -> String {
+        let tool = AddNodes::new(self.cat.clone());
+        let args = json!({"nodeType": node_type, "name": name,
+                          "connectionParametersReasoning": "test", "connectionParameters": params});
+        let out = self
+            .call(&tool, args.clone())
+            .await
+            .unwrap_or_else(|e| panic!("add_nodes {args}: {e}"));
+        for (_, value) in &out.writes {
+            let ops: Vec<Operation> = parse_operations(value)
+                .expect("operations parse")
+                .into_iter()
+                .filter(|op| matches!(op, Operation::AddNodes { .. }))
+                .collect();
+            self.wf = apply_operations(&self.wf, &ops).expect("operations apply");
+        }
+        id_of(&text(&out))
     }
 
     async fn connect(&mut self, source: &str, target: &str) -> String {
