@@ -5,9 +5,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// sled batches of at most this many entries (a merge is split; see [`merge_now`]).
-const CHUNK: usize = 4096;
-
 /// The merger thread: waits for a full table, a due interval or the close, merges, repeats.
 /// On close it drains what is left. A failure marks the store broken and ends the thread.
 pub(super) fn run(shared: &Shared) {
@@ -52,8 +49,8 @@ pub(super) fn run(shared: &Shared) {
 /// drops the table and deletes the segments it covered. Does nothing when nothing is logged.
 ///
 /// The log is synced *before* sled sees a batch, so sled never holds a batch the log could
-/// lose; a merge split into several sled batches is therefore safe to cut by a crash: replay
-/// re-applies every batch of the log in order over whatever part reached sled.
+/// lose; a merge is therefore safe to cut by a crash at any key: replay re-applies every batch
+/// of the log in order over whatever part reached sled.
 pub(super) fn merge_now(shared: &Shared) -> Result<(), WalError> {
     let _one_at_a_time = lock(&shared.merging);
     let (table, upto) = {
@@ -73,16 +70,14 @@ pub(super) fn merge_now(shared: &Shared) -> Result<(), WalError> {
     shared.wake.notify_all();
     let merged = (|| {
         shared.sync_log()?;
-        let mut entries = table.iter().peekable();
-        while entries.peek().is_some() {
-            let mut batch = sled::Batch::default();
-            for (k, v) in entries.by_ref().take(CHUNK) {
-                match v {
-                    Some(v) => batch.insert(k.as_slice(), v.as_slice()),
-                    None => batch.remove(k.as_slice()),
-                }
+        // Key by key, not in sled batches: sled 0.34 applies a batch under a process-wide
+        // write lock that every read of every tree then waits for, which stalled the runs
+        // reading meanwhile. A merge needs no atomicity (see above).
+        for (k, v) in table.iter() {
+            match v {
+                Some(v) => shared.tree.insert(k.as_slice(), v.as_slice()).map(drop)?,
+                None => shared.tree.remove(k.as_slice()).map(drop)?,
             }
-            shared.tree.apply_batch(batch)?;
         }
         shared.db.flush()?;
         shared

@@ -147,15 +147,15 @@ impl WalTree {
             source,
         })?;
         let tree = db.open_tree(name)?;
+        // Key by key (see `merge.rs` on sled batches); a replay cut short is replayed again.
         let replayed = segments::replay(dir, &mut |record| {
-            let mut batch = sled::Batch::default();
             for k in record.deletes {
-                batch.remove(k);
+                tree.remove(k)?;
             }
             for (k, v) in record.puts {
-                batch.insert(k, v);
+                tree.insert(k, v)?;
             }
-            tree.apply_batch(batch).map_err(WalError::from)
+            Ok(())
         })?;
         if replayed > 0 {
             tracing::info!(batches = replayed, dir = %dir.display(), "write-ahead log replayed into sled");
