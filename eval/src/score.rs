@@ -3,7 +3,9 @@
 
 use crate::cases::{Checklist, ConnectionRule, Expect, TypeSpec};
 use agentgraph_std_tools::catalogue::Catalogue;
-use agentgraph_std_tools::validate::{validate_configuration, validate_structure, Report};
+use agentgraph_std_tools::validate::{
+    only_triggers, validate_configuration, validate_structure, Report, ONLY_TRIGGER,
+};
 use agentgraph_std_tools::workflow::Workflow;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -110,10 +112,21 @@ pub fn score_workflow(
         };
     };
     let non_empty = !wf.nodes.is_empty();
+    let mut structure = Validation::of(&validate_structure(&wf, catalogue), non_empty);
+    // A workflow of triggers alone passes n8n's structure rules but does nothing: a build that
+    // ends there did not build what was asked, so it does not count as structure-valid.
+    if only_triggers(&wf, catalogue) {
+        structure.valid = false;
+        structure.errors += 1;
+        *structure
+            .findings
+            .entry(ONLY_TRIGGER.to_string())
+            .or_default() += 1;
+    }
     WorkflowScores {
         non_empty,
         nodes: wf.nodes.len(),
-        structure: Validation::of(&validate_structure(&wf, catalogue), non_empty),
+        structure,
         configuration: Validation::of(&validate_configuration(&wf, catalogue), non_empty),
         checklist: score_checklist(&wf, checklist),
     }

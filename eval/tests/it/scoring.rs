@@ -161,6 +161,21 @@ fn the_validators_report_findings_by_rule() {
 }
 
 #[test]
+fn a_lone_trigger_is_not_structure_valid() {
+    let catalogue = Catalogue::builtin().expect("the built-in catalogue loads");
+    let lone = json!({"name": "x", "nodes": [
+        {"name": "Every morning", "type": "n8n-nodes-base.scheduleTrigger", "typeVersion": 1.2,
+         "position": [0, 0], "parameters": {}},
+        {"name": "Note", "type": "n8n-nodes-base.stickyNote", "typeVersion": 1, "position": [0, 200],
+         "parameters": {"content": "does nothing yet"}}
+    ], "connections": {}});
+    let s = score_workflow(&lone, &Checklist::default(), &catalogue);
+    assert!(s.non_empty);
+    assert!(!s.structure.valid, "{:?}", s.structure);
+    assert_eq!(s.structure.findings.get("ONLY_TRIGGER"), Some(&1));
+}
+
+#[test]
 fn an_empty_workflow_and_a_non_workflow_are_never_valid() {
     let catalogue = Catalogue::builtin().expect("the built-in catalogue loads");
     let empty = score_workflow(

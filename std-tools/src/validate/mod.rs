@@ -247,17 +247,7 @@ pub fn unfinished(workflow: &Workflow, catalogue: &Catalogue) -> Vec<String> {
             None => format!("{}: {}", f.code, f.message),
         })
         .collect();
-    let nodes: Vec<_> = workflow
-        .nodes
-        .iter()
-        .filter(|n| !n.is_sticky_note())
-        .collect();
-    let only_triggers = nodes.iter().all(|n| {
-        catalogue
-            .get(&n.node_type, Some(n.version()))
-            .is_some_and(|d| d.is_trigger())
-    });
-    if !nodes.is_empty() && only_triggers {
+    if only_triggers(workflow, catalogue) {
         problems.push(format!(
             "{ONLY_TRIGGER}: the workflow has only its trigger, so it does nothing yet; find the \
              nodes that do the work with search_nodes, add them with add_nodes and connect the \
@@ -265,6 +255,22 @@ pub fn unfinished(workflow: &Workflow, catalogue: &Catalogue) -> Vec<String> {
         ));
     }
     problems
+}
+
+/// Whether the workflow holds nodes (sticky notes aside) and every one is a trigger: it starts
+/// but does nothing.
+pub fn only_triggers(workflow: &Workflow, catalogue: &Catalogue) -> bool {
+    let mut nodes = workflow
+        .nodes
+        .iter()
+        .filter(|n| !n.is_sticky_note())
+        .peekable();
+    nodes.peek().is_some()
+        && nodes.all(|n| {
+            catalogue
+                .get(&n.node_type, Some(n.version()))
+                .is_some_and(|d| d.is_trigger())
+        })
 }
 
 /// The [`unfinished`] finding for a workflow that holds triggers and nothing else (a build
