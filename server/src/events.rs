@@ -271,12 +271,30 @@ impl EventStore {
 
     /// Logs persisted in the sled database in folder `dir` (tree `server`, behind a
     /// write-ahead log as the sled checkpointer's).
+    ///
+    /// A store of this process that was just dropped may still be held for a moment by the
+    /// tasks publishing its last events (each holds it until its flush returns), so a folder
+    /// found locked is tried again for up to two seconds before the error is reported.
     pub fn open(dir: &std::path::Path, limits: EventLimits) -> Result<Self, ServerError> {
-        let db = sled::Config::new()
-            .path(dir)
-            .mode(sled::Mode::LowSpace)
-            .open()
-            .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
+        let config = sled::Config::new().path(dir).mode(sled::Mode::LowSpace);
+        let mut tries = 0;
+        let db = loop {
+            match config.open() {
+                Ok(db) => break db,
+                Err(sled::Error::Io(e))
+                    if e.to_string().contains("could not acquire lock") && tries < 40 =>
+                {
+                    tries += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(e) => {
+                    return Err(ServerError::Storage(format!(
+                        "opening {}: {e}",
+                        dir.display()
+                    )))
+                }
+            }
+        };
         let tree = WalTree::open(db.clone(), "server", dir, WalSettings::default())
             .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
         migrate(&db, &tree)?;

@@ -117,6 +117,16 @@ async fn a_run_left_mid_way_by_a_killed_server_ends_interrupted_on_restart() {
             .append("k2", ev("run", json!({"status": "done", "run_id": "r-ok"})))
             .expect("append");
         store.flush().expect("flush");
+        // Each append publishes from a task that holds the store until its flush returns: read
+        // the events back (a reader sees an event only once it is published), so the store is
+        // released when it is dropped and the restarted server can open the folder.
+        for thread in ["k1", "k2"] {
+            let stream = store
+                .replay(thread, Some(0), tokio_util::sync::CancellationToken::new())
+                .expect("replay");
+            let seen: Vec<_> = Box::pin(stream).take(2).collect().await;
+            assert_eq!(seen.len(), 2, "{thread}");
+        }
     }
 
     let s = Server::start(config.clone()).await;
