@@ -2,7 +2,7 @@
 
 use crate::models::{ChatModel, ToolSpec};
 use agentgraph_runtime::StateView;
-use agentgraph_runtime::{Interrupt, NodeError, TaskContext};
+use agentgraph_runtime::{stable_id, Interrupt, NodeError, TaskContext};
 use async_trait::async_trait;
 use serde_json::Value;
 use std::sync::Arc;
@@ -164,6 +164,24 @@ impl ToolContext {
     /// The tool's settings (`null` when none were given).
     pub fn settings(&self) -> &Value {
         &self.settings
+    }
+
+    /// A key naming this call, for services that deduplicate requests (`Idempotency-Key`).
+    ///
+    /// A run that crashes or stops for a human resumes from its last checkpoint and runs the
+    /// interrupted step again, calling its tools again: the key is then the same, because it is
+    /// derived from the thread, the subgraph path and the task id, and a task's id comes from
+    /// the checkpoint the step started from, the node and the call's id in the model's message.
+    /// A fork, a new input or a later step gives other keys. 32 hex digits prefixed `ag-`.
+    pub fn idempotency_key(&self) -> String {
+        let ns = self.task.ns().join("|");
+        let id = stable_id(&[
+            "idempotency",
+            self.task.thread_id(),
+            &ns,
+            self.task.task_id(),
+        ]);
+        format!("ag-{id}")
     }
 }
 

@@ -15,6 +15,8 @@ pub(super) struct Call {
     pub(super) headers: reqwest::header::HeaderMap,
     pub(super) body: Option<Vec<u8>>,
     pub(super) timeout: Duration,
+    /// Whether the call's idempotency key goes out as `Idempotency-Key`.
+    pub(super) idempotency_key: bool,
 }
 
 pub(super) fn parse_call(args: &Value, policy: &HttpPolicy) -> Result<Call, ToolError> {
@@ -125,11 +127,17 @@ pub(super) fn parse_call(args: &Value, policy: &HttpPolicy) -> Result<Call, Tool
         }
         None => policy.timeout.min(policy.max_timeout),
     };
+    let idempotency_key = match args.get("idempotency_key") {
+        None | Some(Value::Null) => policy.idempotency_key,
+        Some(Value::Bool(b)) => *b || policy.idempotency_key,
+        Some(_) => return Err(bad("`idempotency_key` must be true or false".into())),
+    };
     Ok(Call {
         method,
         url,
         headers,
         body,
         timeout,
+        idempotency_key,
     })
 }

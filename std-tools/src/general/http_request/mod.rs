@@ -15,6 +15,12 @@
 //!    addresses, so a second DNS answer (DNS rebinding) cannot swap them, with proxies
 //!    disabled so nothing else resolves the host.
 //!
+//! A redirect to another origin (scheme, host or port) carries none of the headers the caller
+//! set and no body; a 307/308 of a request with a body to another origin is not followed
+//! (`CROSS_ORIGIN_REDIRECT`). With `idempotency_key` (a call argument or the setting) the call's
+//! key (`ToolContext::idempotency_key`, the same when a crashed step runs again) goes out as
+//! `Idempotency-Key`, to the first origin only.
+//!
 //! [`HttpPolicy::allowed_hosts`] skips the address check for named hosts (they are resolved
 //! normally), and [`HttpPolicy::allow_private`] accepts private, loopback and link-local
 //! addresses — but never the metadata endpoints, which only an allowed host reaches.
@@ -36,6 +42,9 @@ use response::{read_response, request_failed};
 use serde_json::{json, Value};
 use target::{check_host, check_scheme};
 
+/// The header a call's idempotency key is sent in.
+const IDEMPOTENCY_KEY: &str = "idempotency-key";
+
 fn err(code: &str, message: impl Into<String>) -> ToolError {
     ToolError::new(code, message)
 }
@@ -46,7 +55,8 @@ fn err(code: &str, message: impl Into<String>) -> ToolError {
 ///
 /// See the [module docs](self) for the SSRF checks. Errors: `INVALID_ARGUMENTS`,
 /// `INVALID_URL` (not http/https, unparsable), `BLOCKED_ADDRESS`, `TIMEOUT`,
-/// `TOO_MANY_REDIRECTS`, `HTTP_ERROR` (status ≥ 400, with the status and a body excerpt),
+/// `TOO_MANY_REDIRECTS`, `CROSS_ORIGIN_REDIRECT` (a 307/308 with a body to another origin),
+/// `HTTP_ERROR` (status ≥ 400, with the status and a body excerpt),
 /// `REQUEST_FAILED` (DNS, connection, TLS), `INVALID_SETTINGS`, `CANCELLED`.
 #[derive(Debug, Clone, Default)]
 pub struct HttpRequest {
@@ -70,7 +80,12 @@ impl HttpRequest {
     }
 
     /// Runs a call under `policy` (no deadline of its own: [`Tool::call`] adds it).
-    async fn run(&self, mut call: Call, policy: &HttpPolicy) -> Result<Value, ToolError> {
+    async fn run(
+        &self,
+        mut call: Call,
+        policy: &HttpPolicy,
+        key: &str,
+    ) -> Result<Value, ToolError> {
         let mut hops = 0usize;
         loop {
             let pinned = check_host(&call.url, policy).await?;
@@ -91,9 +106,15 @@ impl HttpRequest {
                     format!("cannot build the HTTP client: {e}"),
                 )
             })?;
+            let mut headers = call.headers.clone();
+            if call.idempotency_key && !headers.contains_key(IDEMPOTENCY_KEY) {
+                if let Ok(v) = reqwest::header::HeaderValue::from_str(key) {
+                    headers.insert(IDEMPOTENCY_KEY, v);
+                }
+            }
             let mut req = client
                 .request(call.method.clone(), call.url.clone())
-                .headers(call.headers.clone());
+                .headers(headers);
             if let Some(b) = &call.body {
                 req = req.body(b.clone());
             }
@@ -125,16 +146,27 @@ impl HttpRequest {
                         )
                     })?;
                     check_scheme(&next)?;
-                    if next.origin() != call.url.origin() {
-                        for h in [
-                            reqwest::header::AUTHORIZATION,
-                            reqwest::header::COOKIE,
-                            reqwest::header::PROXY_AUTHORIZATION,
-                        ] {
-                            call.headers.remove(h);
-                        }
-                    }
                     let keeps_method = matches!(status.as_u16(), 307 | 308);
+                    if next.origin() != call.url.origin() {
+                        // Another origin gets nothing the caller wrote: no header (keys,
+                        // tokens, the idempotency key) and no body.
+                        if keeps_method && call.body.is_some() {
+                            return Err(err(
+                                "CROSS_ORIGIN_REDIRECT",
+                                format!(
+                                    "{} answered {} to {next}, another origin; a request with a \
+                                     body is not forwarded there (its headers and body stay \
+                                     with the origin you called). Call {next} directly if you \
+                                     mean to send it there",
+                                    call.url,
+                                    status.as_u16()
+                                ),
+                            ));
+                        }
+                        call.headers.clear();
+                        call.body = None;
+                        call.idempotency_key = false;
+                    }
                     if !keeps_method && call.method != reqwest::Method::HEAD {
                         call.method = reqwest::Method::GET;
                         call.body = None;
@@ -196,6 +228,12 @@ impl Tool for HttpRequest {
                     "description": "A JSON value sent as the body with Content-Type: \
                                     application/json. Not together with `body`."
                 },
+                "idempotency_key": {
+                    "type": "boolean",
+                    "description": "Send an Idempotency-Key header that stays the same if this \
+                                    step is run again after a crash, so a service that \
+                                    deduplicates requests does not act twice (default false)."
+                },
                 "timeout_secs": {
                     "type": "number",
                     "description": "Limit on the whole request in seconds (default 30, capped \
@@ -211,7 +249,8 @@ impl Tool for HttpRequest {
         let policy = self.policy.with_settings(ctx.settings())?;
         let call = parse_call(&args, &policy)?;
         let (url, timeout) = (call.url.clone(), call.timeout);
-        let run = tokio::time::timeout(timeout, self.run(call, &policy));
+        let key = ctx.idempotency_key();
+        let run = tokio::time::timeout(timeout, self.run(call, &policy, &key));
         let result = tokio::select! {
             r = run => r.map_err(|_| err(
                 "TIMEOUT",

@@ -12,7 +12,7 @@ use std::time::Duration;
 /// The tool's settings (`ToolContext::settings`, e.g. from
 /// `ToolExecutorNode::settings("http_request", …)`) override these fields one by one:
 /// `{"allow_private": bool, "allowed_hosts": [..], "max_redirects": n, "timeout_secs": n,
-/// "max_timeout_secs": n, "max_response_bytes": n}`.
+/// "max_timeout_secs": n, "max_response_bytes": n, "idempotency_key": bool}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HttpPolicy {
     /// Accept private, loopback, link-local, CGNAT and unspecified addresses (never the
@@ -30,6 +30,11 @@ pub struct HttpPolicy {
     pub max_timeout: Duration,
     /// Bytes of response body kept; the rest is dropped with a note. Default 1 MiB.
     pub max_response_bytes: usize,
+    /// Send every call's idempotency key (`ToolContext::idempotency_key`) as the
+    /// `Idempotency-Key` header, so a service that deduplicates requests sees a call repeated
+    /// after a crash as the same request. A call can also ask with `"idempotency_key": true`.
+    /// Default `false`.
+    pub idempotency_key: bool,
 }
 
 impl Default for HttpPolicy {
@@ -41,6 +46,7 @@ impl Default for HttpPolicy {
             timeout: Duration::from_secs(30),
             max_timeout: Duration::from_secs(120),
             max_response_bytes: 1024 * 1024,
+            idempotency_key: false,
         }
     }
 }
@@ -57,6 +63,7 @@ struct PolicySettings {
     timeout_secs: Option<f64>,
     max_timeout_secs: Option<f64>,
     max_response_bytes: Option<usize>,
+    idempotency_key: Option<bool>,
 }
 
 fn secs(v: f64, field: &str) -> Result<Duration, ToolError> {
@@ -86,7 +93,7 @@ impl HttpPolicy {
                 format!(
                     "invalid http_request settings: {e}; expected an object with allow_private, \
                      allowed_hosts, max_redirects, timeout_secs, max_timeout_secs, \
-                     max_response_bytes"
+                     max_response_bytes, idempotency_key"
                 ),
             )
         })?;
@@ -108,6 +115,9 @@ impl HttpPolicy {
         }
         if let Some(v) = s.max_response_bytes {
             p.max_response_bytes = v;
+        }
+        if let Some(v) = s.idempotency_key {
+            p.idempotency_key = v;
         }
         Ok(p)
     }

@@ -297,6 +297,8 @@ async fn http_redirects_are_followed_and_checked() {
     assert_eq!(out["body"], "arrived");
     assert!(out["url"].as_str().unwrap().ends_with("/end"));
 
+    // Without a body: a 307 with a body to another origin is refused before its address is.
+    let url = |p: &str| json!({"url": format!("{}{p}", server.uri())});
     for (p, want) in [
         ("/to-localhost", "BLOCKED_ADDRESS"),
         ("/to-private", "BLOCKED_ADDRESS"),
@@ -421,4 +423,220 @@ async fn http_connection_failure() {
     .await
     .unwrap_err();
     assert_eq!(e.code, "REQUEST_FAILED", "{}", e.message);
+}
+
+#[tokio::test]
+async fn http_cross_origin_redirect_drops_headers_and_body() {
+    // Two servers on two ports are two origins.
+    let first = MockServer::start().await;
+    let other = MockServer::start().await;
+    let land = format!("{}/land", other.uri());
+    for (p, status) in [("/see-other", 302), ("/keep-post", 307), ("/get-307", 307)] {
+        Mock::given(path(p))
+            .respond_with(ResponseTemplate::new(status).insert_header("location", land.as_str()))
+            .mount(&first)
+            .await;
+    }
+    Mock::given(path("/same-307"))
+        .respond_with(ResponseTemplate::new(307).insert_header("location", "/echo"))
+        .mount(&first)
+        .await;
+    Mock::given(path("/echo"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("same origin"))
+        .mount(&first)
+        .await;
+    Mock::given(path("/land"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("landed"))
+        .mount(&other)
+        .await;
+    let ctx = ctx().await;
+    let tool = loopback_tool();
+    let secret = json!({"X-Api-Key": "k-secret", "Authorization": "Bearer t-secret",
+                        "X-Custom": "c"});
+
+    // A POST answered 302 becomes a GET at the other origin: no header the caller set, no body.
+    let out = call(
+        &tool,
+        json!({"url": format!("{}/see-other", first.uri()), "method": "POST",
+               "headers": secret, "json": {"card": "4242"}, "idempotency_key": true}),
+        &ctx,
+    )
+    .await
+    .unwrap();
+    assert_eq!(out["body"], "landed");
+    // A GET answered 307 is followed, without the caller's headers.
+    let out = call(
+        &tool,
+        json!({"url": format!("{}/get-307", first.uri()), "headers": secret}),
+        &ctx,
+    )
+    .await
+    .unwrap();
+    assert_eq!(out["body"], "landed");
+    // A POST answered 307 to another origin is not followed at all.
+    let e = call(
+        &tool,
+        json!({"url": format!("{}/keep-post", first.uri()), "method": "POST",
+               "headers": secret, "json": {"card": "4242"}}),
+        &ctx,
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, "CROSS_ORIGIN_REDIRECT", "{}", e.message);
+    assert!(e.message.contains(&land), "{}", e.message);
+
+    let landed = other.received_requests().await.unwrap();
+    assert_eq!(
+        landed.len(),
+        2,
+        "the 307 POST must not reach the other origin"
+    );
+    for r in &landed {
+        assert_eq!(r.method.as_str(), "GET");
+        assert!(r.body.is_empty(), "body forwarded: {:?}", r.body);
+        for h in ["x-api-key", "authorization", "x-custom", "idempotency-key"] {
+            assert!(r.headers.get(h).is_none(), "{h} forwarded across origins");
+        }
+    }
+
+    // The same origin keeps the method, the headers and the body on a 307.
+    let out = call(
+        &tool,
+        json!({"url": format!("{}/same-307", first.uri()), "method": "POST",
+               "headers": secret, "json": {"card": "4242"}}),
+        &ctx,
+    )
+    .await
+    .unwrap();
+    assert_eq!(out["body"], "same origin");
+    let echoed = first.received_requests().await.unwrap();
+    let echo = echoed.iter().find(|r| r.url.path() == "/echo").unwrap();
+    assert_eq!(echo.method.as_str(), "POST");
+    assert_eq!(echo.headers.get("x-api-key").unwrap(), "k-secret");
+    assert_eq!(echo.body, br#"{"card":"4242"}"#);
+}
+
+/// A tool that asks a human (an interrupt) and returns the answer.
+struct Ask;
+
+#[async_trait::async_trait]
+impl Tool for Ask {
+    fn name(&self) -> &str {
+        "ask"
+    }
+    fn description(&self) -> &str {
+        "asks a human"
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn call(
+        &self,
+        _args: Value,
+        ctx: &ToolContext,
+    ) -> Result<agentgraph_agents::tools::ToolOutput, ToolError> {
+        let answer = ctx.interrupt(json!("go on?"))?;
+        Ok(agentgraph_agents::tools::ToolOutput::text(
+            answer.to_string(),
+        ))
+    }
+}
+
+#[tokio::test]
+async fn http_idempotency_key_is_the_same_when_a_step_runs_again() {
+    use agentgraph_agents::nodes::ToolExecutorNode;
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/charge"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"ok": true})))
+        .mount(&server)
+        .await;
+    let tools =
+        ToolExecutorNode::new([Arc::new(HttpRequest::new()) as Arc<dyn Tool>, Arc::new(Ask)])
+            .settings(
+                "http_request",
+                json!({"allowed_hosts": ["127.0.0.1"], "idempotency_key": true}),
+            );
+    let g = GraphBuilder::new("tools")
+        .channel(
+            ChannelSpec::new("messages", ValueType::Messages)
+                .reducer(Arc::new(AddMessages))
+                .default_value(json!([])),
+        )
+        .node("tools", Arc::new(tools))
+        .chain(&["START", "tools", "END"])
+        .compile()
+        .unwrap()
+        .with_checkpointer(Arc::new(MemoryCheckpointer::new()));
+    let charge = |id: &str, cents: i64| {
+        json!({"id": id, "name": "http_request", "args": {
+            "url": format!("{}/charge", server.uri()), "method": "POST", "json": {"cents": cents}}})
+    };
+    // The step calls the service, then a tool stops it for a human; answering runs the whole
+    // step again (the crash path is the same: the step restarts from its checkpoint).
+    let ai = json!({"type": "ai", "id": "ai-1", "content": "", "tool_calls": [
+        charge("c1", 500), {"id": "c2", "name": "ask", "args": {}}
+    ]});
+    for thread in ["t1", "t2"] {
+        let out = g
+            .invoke(
+                Input::values(json!({"messages": [ai.clone()]})),
+                RunConfig::thread(thread),
+            )
+            .await
+            .unwrap();
+        assert!(
+            matches!(out.status, RunStatus::Interrupted { .. }),
+            "the ask tool interrupts: {:?}",
+            out.status
+        );
+        g.invoke(Input::resume(json!("yes")), RunConfig::thread(thread))
+            .await
+            .unwrap();
+    }
+    let keys: Vec<String> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| {
+            r.headers
+                .get("idempotency-key")
+                .expect("the setting sends the key")
+                .to_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(keys.len(), 4, "each thread's step ran twice: {keys:?}");
+    assert_eq!(keys[0], keys[1], "the re-run of a step sends the same key");
+    assert_eq!(keys[2], keys[3]);
+    assert_ne!(keys[0], keys[2], "another thread's call gets another key");
+    assert!(
+        keys[0].starts_with("ag-") && keys[0].len() == 35,
+        "{}",
+        keys[0]
+    );
+
+    // Two calls of one step get two keys; a key the caller set is kept.
+    let ai = json!({"type": "ai", "id": "ai-2", "content": "", "tool_calls": [
+        charge("c1", 500), charge("c2", 700),
+        {"id": "c3", "name": "http_request", "args": {
+            "url": format!("{}/charge", server.uri()), "method": "POST",
+            "headers": {"Idempotency-Key": "mine"}}}
+    ]});
+    g.invoke(
+        Input::values(json!({"messages": [ai]})),
+        RunConfig::thread("t3"),
+    )
+    .await
+    .unwrap();
+    let all = server.received_requests().await.unwrap();
+    let last: Vec<&str> = all[4..]
+        .iter()
+        .map(|r| r.headers.get("idempotency-key").unwrap().to_str().unwrap())
+        .collect();
+    assert_eq!(last.len(), 3);
+    assert_ne!(last[0], last[1]);
+    assert!(last.contains(&"mine"), "{last:?}");
 }
