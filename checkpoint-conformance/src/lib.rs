@@ -68,7 +68,7 @@ pub use put_get::{
 pub use threads::{
     delete_thread_leaves_other_threads, delete_thread_removes_everything, list_threads_sorted,
     prune_every_thread, prune_keep_zero_removes_all, prune_keeps_needed_blobs,
-    prune_keeps_newest_per_namespace,
+    prune_keeps_newest_per_namespace, prune_long_history,
 };
 pub use writes::{
     new_checkpoint_has_no_pending_writes, put_writes_idempotent, put_writes_isolated,
@@ -114,6 +114,7 @@ checks![
     prune_keeps_needed_blobs,
     prune_every_thread,
     prune_keep_zero_removes_all,
+    prune_long_history,
     invalid_keys,
     flush_works,
     null_payload_and_input_round_trip,

@@ -339,3 +339,79 @@ pub async fn prune_keep_zero_removes_all(cp: &dyn Checkpointer) {
         "other thread touched"
     );
 }
+
+/// Pruning a long history (more checkpoints than one delete batch holds) removes every old
+/// checkpoint, write and unreachable blob, and the kept checkpoints read the same values.
+pub async fn prune_long_history(cp: &dyn Checkpointer) {
+    // 2 100 steps: "log" is a delta chain restarted by a Set every 100 steps, "static" is
+    // written once at step 0, and every checkpoint has one pending write.
+    const STEPS: i64 = 2_100;
+    const KEEP: usize = 5;
+    let mut cs: Vec<Checkpoint> = Vec::new();
+    for i in 0..STEPS {
+        let mut c = ckpt(cs.last().map(|p| p.id), i, Source::Loop);
+        let log = if i % 100 == 0 {
+            ChannelEntry::Set(json!([i]))
+        } else {
+            ChannelEntry::Delta {
+                prev: cs.last().map(|p| p.channel_versions["log"]),
+                writes: vec![json!(i)],
+            }
+        };
+        let mut blobs = vec![("log", log)];
+        c.channel_versions.insert("log".into(), c.id);
+        if i == 0 {
+            blobs.push(("static", ChannelEntry::Set(json!("s"))));
+            c.channel_versions.insert("static".into(), c.id);
+        } else {
+            c.channel_versions.insert("static".into(), cs[0].id);
+        }
+        put(cp, THREAD, ROOT, &c, &blobs).await;
+        put_writes(cp, THREAD, ROOT, c.id, "task", &[("x", json!(i))]).await;
+        cs.push(c);
+    }
+    let newest = cs.len() - KEEP;
+    let mut before = Vec::new();
+    for c in &cs[newest..] {
+        before.push(values_of(cp, THREAD, ROOT, c).await);
+    }
+    let stats = cp.prune(Some(THREAD), KEEP).await.expect("prune");
+    // Kept: steps 2095..2099, whose "log" chain goes back to the Set at step 2000, and
+    // "static"@0. Every other "log" blob goes: 2 100 - 100 of them.
+    let dropped = STEPS as usize - KEEP;
+    assert_eq!(
+        stats,
+        PruneStats {
+            checkpoints: dropped,
+            blobs: STEPS as usize - 100,
+            writes: dropped,
+        },
+        "prune counts"
+    );
+    assert_eq!(
+        ids(&list(cp, THREAD, query(Some(ROOT))).await),
+        cs[newest..].iter().rev().map(|c| c.id).collect::<Vec<_>>(),
+        "the newest {KEEP} are kept"
+    );
+    for (c, want) in cs[newest..].iter().zip(&before) {
+        assert_eq!(
+            &values_of(cp, THREAD, ROOT, c).await,
+            want,
+            "a kept checkpoint reads other values after the prune"
+        );
+        assert_eq!(
+            must_get(cp, THREAD, ROOT, Some(c.id))
+                .await
+                .pending_writes
+                .len(),
+            1,
+            "a kept checkpoint lost its write"
+        );
+    }
+    assert_eq!(before[KEEP - 1]["log"].as_array().map(Vec::len), Some(100));
+    assert_eq!(
+        cp.prune(Some(THREAD), KEEP).await.expect("prune again"),
+        PruneStats::default(),
+        "a second prune removed more"
+    );
+}

@@ -9,7 +9,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("resume", "agentgraph resume graphs/examples/approval.ag --thread t1 --value '\"yes\"'"),
     ("fork", "agentgraph history graphs/examples/counter.ag --thread t1   # pick a checkpoint id\n  agentgraph fork graphs/examples/counter.ag --thread t1 --checkpoint <id> --values '{\"count\": 0}'"),
     ("state", "agentgraph state graphs/examples/counter.ag --thread t1\n  agentgraph state graphs/examples/counter.ag --thread t1 --checkpoint <id> --json"),
-    ("history", "agentgraph history graphs/examples/counter.ag --thread t1 --limit 5"),
+    ("history", "agentgraph history graphs/examples/counter.ag --thread t1 --limit 5\n  agentgraph history graphs/examples/counter.ag --thread t1 --before <oldest id shown>\n  agentgraph history graphs/examples/counter.ag --thread t1 --all --json"),
     ("update", "agentgraph update graphs/examples/counter.ag --thread t1 --values '{\"limit\": 10}' --as-node bump"),
     ("threads", "agentgraph threads\n  agentgraph threads --json --db ./.agentgraph"),
     ("prune", "agentgraph prune --keep 10\n  agentgraph prune --thread t1 --keep 1"),

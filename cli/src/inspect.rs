@@ -69,22 +69,46 @@ pub async fn state(ctx: &Ctx, path: &Path, thread: &str, checkpoint: Option<Stri
 }
 
 /// `agentgraph history`.
-pub async fn history(ctx: &Ctx, path: &Path, thread: &str, limit: Option<usize>) -> u8 {
-    if limit == Some(0) {
+/// Checkpoints `history` lists when not told otherwise.
+pub const HISTORY_PAGE: usize = 50;
+
+/// Which checkpoints of a thread `history` lists.
+pub struct Page {
+    /// At most this many (`None`: all).
+    pub limit: Option<usize>,
+    /// Only those older than this checkpoint id.
+    pub before: Option<String>,
+}
+
+/// `agentgraph history`: one page, newest first; when older checkpoints exist, the command for
+/// the next page goes to stderr.
+pub async fn history(ctx: &Ctx, path: &Path, thread: &str, page: Page) -> u8 {
+    if page.limit == Some(0) {
         eprintln!("error: --limit 0 lists nothing; give at least 1");
         return exit::USAGE;
     }
+    let before = match page.before.as_deref().map(parse_id).transpose() {
+        Ok(b) => b,
+        Err(c) => return c,
+    };
     let graph = match load_for_reading(ctx, path) {
         Ok(g) => g,
         Err(c) => return c,
     };
     let q = ListQuery {
-        limit,
+        // One more than the page: whether there is a next page.
+        limit: page.limit.map(|l| l.saturating_add(1)),
+        before,
         ..ListQuery::default()
     };
     match graph.history(thread, q).await {
-        Ok(entries) if entries.is_empty() => no_such_thread(thread),
-        Ok(entries) => {
+        Ok(entries) if entries.is_empty() && before.is_none() => no_such_thread(thread),
+        Ok(mut entries) => {
+            let more = page.limit.is_some_and(|l| entries.len() > l);
+            if let Some(l) = page.limit {
+                entries.truncate(l);
+            }
+            let oldest = entries.last().map(|h| h.checkpoint_id);
             for h in entries {
                 if ctx.json {
                     println!(
@@ -102,6 +126,13 @@ pub async fn history(ctx: &Ctx, path: &Path, thread: &str, limit: Option<usize>)
                         h.writes
                     );
                 }
+            }
+            if let (true, Some(oldest)) = (more, oldest) {
+                eprintln!(
+                    "older checkpoints: agentgraph history {} --thread {thread} --before {oldest} \
+                     (or --all)",
+                    path.display()
+                );
             }
             exit::DONE
         }

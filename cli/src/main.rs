@@ -110,16 +110,23 @@ enum Cmd {
         #[arg(long)]
         checkpoint: Option<String>,
     },
-    /// Checkpoints of a thread, newest first.
+    /// Checkpoints of a thread, newest first, a page at a time (the command for the next page
+    /// goes to stderr).
     History {
         /// The graph file.
         graph: PathBuf,
         /// The thread.
         #[arg(long, value_parser = graph::thread_id)]
         thread: String,
-        /// At most this many.
+        /// At most this many (one page).
+        #[arg(long, default_value_t = inspect::HISTORY_PAGE, conflicts_with = "all")]
+        limit: usize,
+        /// Only checkpoints older than this one (the next page).
         #[arg(long)]
-        limit: Option<usize>,
+        before: Option<String>,
+        /// Every checkpoint, no paging.
+        #[arg(long)]
+        all: bool,
     },
     /// Write to the state as if a node had (a new checkpoint, source `update`).
     Update {
@@ -398,7 +405,15 @@ async fn dispatch(cli: Cli) -> u8 {
             graph,
             thread,
             limit,
-        } => inspect::history(&ctx, &graph, &thread, limit).await,
+            before,
+            all,
+        } => {
+            let page = inspect::Page {
+                limit: (!all).then_some(limit),
+                before,
+            };
+            inspect::history(&ctx, &graph, &thread, page).await
+        }
         Cmd::Update {
             graph,
             thread,

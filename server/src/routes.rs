@@ -6,7 +6,9 @@ use crate::events::Replayed;
 use crate::runs::{self, Cancelled};
 use crate::thread_run::{open_run, OpenError, OpenRun, Opening};
 use crate::{ServerState, Versioned};
-use agentgraph_runtime::{ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunErrorKind};
+use agentgraph_runtime::{
+    CheckpointId, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunErrorKind,
+};
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -430,8 +432,13 @@ async fn thread_state(
 #[derive(Deserialize)]
 struct HistoryQuery {
     limit: Option<usize>,
+    before: Option<String>,
     graph: Option<String>,
 }
+
+/// Checkpoints per history page when the query names no `limit`, and the most it may name.
+const HISTORY_PAGE: usize = 100;
+const HISTORY_PAGE_MAX: usize = 1000;
 
 async fn history(
     State(state): State<ServerState>,
@@ -440,18 +447,38 @@ async fn history(
 ) -> ApiResult<Json<Value>> {
     check_thread(&thread)?;
     let q = query(q)?;
+    let limit = q.limit.unwrap_or(HISTORY_PAGE);
+    if limit == 0 || limit > HISTORY_PAGE_MAX {
+        return Err(ApiError::bad_request(
+            "BAD_QUERY",
+            format!("`limit` must be between 1 and {HISTORY_PAGE_MAX}, got {limit}"),
+        ));
+    }
+    let before = match q.before.as_deref() {
+        Some(b) => Some(b.parse::<CheckpointId>().map_err(|e| {
+            ApiError::bad_request("BAD_QUERY", format!("`before` is not a checkpoint id: {e}"))
+        })?),
+        None => None,
+    };
     let (_, graph) = state.thread_graph(&thread, q.graph.as_deref()).await?;
-    let list = graph
+    let mut list = graph
         .history(
             &thread,
             ListQuery {
-                limit: q.limit,
+                // One more than the page: whether there is a next one.
+                limit: Some(limit + 1),
+                before,
                 ..ListQuery::default()
             },
         )
         .await
         .map_err(run_error)?;
-    Ok(Json(json!({ "thread_id": thread, "history": list })))
+    let more = list.len() > limit;
+    list.truncate(limit);
+    let next_before = more.then(|| list.last().map(|h| h.checkpoint_id)).flatten();
+    Ok(Json(
+        json!({ "thread_id": thread, "history": list, "next_before": next_before }),
+    ))
 }
 
 async fn list_threads(

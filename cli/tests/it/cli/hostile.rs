@@ -130,3 +130,59 @@ fn input_file_with_invalid_json_shows_a_short_excerpt() {
     assert!(o.stderr.contains("line 3 column 7"), "{}", o.stderr);
     assert!(o.stderr.contains("nope"), "{}", o.stderr);
 }
+
+#[test]
+fn history_pages_by_default() {
+    let db = tempfile::tempdir().unwrap();
+    let graph = super::g("counter.ag");
+    let o = ag(
+        db.path(),
+        &[
+            "run",
+            &graph,
+            "--thread",
+            "t",
+            "--input",
+            r#"{"limit": 70}"#,
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let all = ag(db.path(), &["history", &graph, "--thread", "t", "--all"]);
+    assert_eq!(all.code, 0, "{}", all.stderr);
+    assert!(!all.stderr.contains("--before"), "{}", all.stderr);
+    let all: Vec<String> = all.stdout.lines().map(str::to_string).collect();
+    // 70 bumps, the input checkpoint and the first one: more than a page of 50.
+    assert!(all.len() >= 72, "{}", all.len());
+
+    // Page after page, following the command printed on stderr, gives the same list.
+    let mut shown: Vec<String> = Vec::new();
+    let mut args: Vec<String> = ["history", graph.as_str(), "--thread", "t"]
+        .map(String::from)
+        .to_vec();
+    loop {
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let o = ag(db.path(), &refs);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let lines: Vec<&str> = o.stdout.lines().collect();
+        assert!(
+            lines.len() <= 50,
+            "a page holds at most 50: {}",
+            lines.len()
+        );
+        shown.extend(lines.iter().map(|l| l.to_string()));
+        let Some(next) = o.stderr.split("--before ").nth(1) else {
+            break;
+        };
+        let id = next.split_whitespace().next().unwrap().to_string();
+        assert!(lines.last().unwrap().starts_with(&id), "{id}: {lines:?}");
+        args = ["history", graph.as_str(), "--thread", "t", "--before", &id]
+            .map(String::from)
+            .to_vec();
+    }
+    assert_eq!(shown, all);
+    let o = ag(
+        db.path(),
+        &["history", &graph, "--thread", "t", "--before", "nonsense"],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+}

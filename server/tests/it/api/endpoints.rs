@@ -35,7 +35,29 @@ async fn run_state_history_and_threads() {
     assert_eq!(st, 200);
     assert_eq!(v["history"].as_array().map(Vec::len), Some(3));
     let (_, all) = s.get("/threads/t1/history").await;
-    assert!(all["history"].as_array().map(Vec::len).unwrap_or(0) > 5);
+    let all = all["history"].as_array().cloned().unwrap_or_default();
+    assert!(all.len() > 5);
+    // Pages of 3, following `next_before`, give the whole history once, in order.
+    let (mut paged, mut next) = (Vec::new(), String::new());
+    loop {
+        let before = if next.is_empty() {
+            String::new()
+        } else {
+            format!("&before={next}")
+        };
+        let (st, v) = s.get(&format!("/threads/t1/history?limit=3{before}")).await;
+        assert_eq!(st, 200, "{v}");
+        paged.extend(v["history"].as_array().cloned().unwrap_or_default());
+        match v["next_before"].as_str() {
+            Some(id) => next = id.to_string(),
+            None => break,
+        }
+    }
+    assert_eq!(paged, all);
+    for bad in ["limit=0", "limit=1001", "before=xyz"] {
+        let (st, v) = s.get(&format!("/threads/t1/history?{bad}")).await;
+        assert_eq!((st, error_code(&v)), (400, "BAD_QUERY"), "{bad}");
+    }
 
     let (st, v) = s.get("/threads").await;
     assert_eq!(st, 200);
