@@ -377,6 +377,8 @@ async fn dispatch(cli: Cli) -> u8 {
         json: cli.json,
         registry: registry(source),
     };
+    // Conversation memories live with the rest of the data, never in the current folder.
+    agentgraph_dsl::agents::set_memory_dir(Some(ctx.db.join("memory")));
     match cli.cmd {
         Cmd::Run {
             graph,

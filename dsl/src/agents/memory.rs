@@ -2,10 +2,17 @@
 //!
 //! ```text
 //! memory: { store: "buffer", window: 20 }                       # in this process only
-//! memory: { store: "sled", path: ".agentgraph-memory", window: 20 }
+//! memory: { store: "sled", window: 20 }                         # under the app's data folder
+//! memory: { store: "sled", path: "memory", window: 20 }         # relative to the graph file
 //! memory: { store: "redis", url: env("REDIS_URL", "redis://127.0.0.1/"), prefix: "agent:",
 //!           ttl: 86400, window: 20 }
 //! ```
+//!
+//! A sled memory without `path` lives in the application's data folder ([`set_memory_dir`]:
+//! the CLI and the server give `<db>/memory`), else in `.agentgraph-memory` beside the graph
+//! file; a relative `path` is read from the graph file's folder. Never the current folder: two
+//! processes started in one folder would fight over its lock. The database opens at the first
+//! message, not when the graph is built (`check` touches no disk).
 //!
 //! `window` (optional) keeps the last N messages; `ttl` is in seconds. The session is the run
 //! setting `session_id` (CLI: `--session`), else the thread id.
@@ -29,7 +36,8 @@ use agentgraph_runtime::NodeError;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::Value;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 use tokio::sync::OnceCell;
 
@@ -84,22 +92,82 @@ impl ChatMemory for LazyRedis {
     }
 }
 
+/// The folder of sled memories that name no `path` (see [`set_memory_dir`]).
+static MEMORY_DIR: RwLock<Option<PathBuf>> = RwLock::new(None);
+
+/// Sets where `memory: { store: "sled" }` without a `path` keeps its database, for every graph
+/// built afterwards in this process: the application's data folder (the `agentgraph` CLI and
+/// server pass `<db>/memory`). `None`: `.agentgraph-memory` in each graph file's folder.
+pub fn set_memory_dir(dir: Option<PathBuf>) {
+    *MEMORY_DIR.write().unwrap_or_else(|e| e.into_inner()) = dir;
+}
+
+/// The folder a sled memory of a graph in `base_dir` uses.
+fn sled_memory_path(path: Option<&str>, base_dir: &Path) -> PathBuf {
+    match path {
+        Some(p) => base_dir.join(p),
+        None => MEMORY_DIR
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .unwrap_or_else(|| base_dir.join(".agentgraph-memory")),
+    }
+}
+
+/// A sled memory that opens its database at first use.
+struct LazySled {
+    path: PathBuf,
+    db: OnceCell<SledMemory>,
+}
+
+impl LazySled {
+    async fn get(&self) -> Result<&SledMemory, MemoryError> {
+        self.db
+            .get_or_try_init(|| async {
+                SledMemory::open(&self.path).map_err(|e| {
+                    let text = e.to_string();
+                    if text.contains("lock") || text.contains("WouldBlock") {
+                        MemoryError::Backend(format!(
+                            "the sled memory at {} is open in another process (an `agentgraph \
+                             serve` or run on the same data folder?); stop it, or give this \
+                             graph's memory its own `path`: {text}",
+                            self.path.display()
+                        ))
+                    } else {
+                        e
+                    }
+                })
+            })
+            .await
+    }
+}
+
+#[async_trait]
+impl ChatMemory for LazySled {
+    async fn load(&self, session: &str) -> Result<Vec<Value>, MemoryError> {
+        self.get().await?.load(session).await
+    }
+    async fn append(&self, session: &str, messages: &[Value]) -> Result<(), MemoryError> {
+        self.get().await?.append(session, messages).await
+    }
+    async fn clear(&self, session: &str) -> Result<(), MemoryError> {
+        self.get().await?.clear(session).await
+    }
+}
+
 const FORMAT: &str = "write {store: \"buffer\"|\"sled\"|\"redis\", window?: N, path?: \"dir\" \
                       (sled), url?: \"redis://…\", prefix?: \"…\", ttl?: seconds (redis)}";
 
-/// Builds the memory an entry value describes.
-pub fn build_memory(value: Value) -> Result<Arc<dyn ChatMemory>, String> {
+/// Builds the memory an entry value describes, for a graph whose file is in `base_dir`.
+pub fn build_memory(value: Value, base_dir: &Path) -> Result<Arc<dyn ChatMemory>, String> {
     let spec: MemorySpec =
         serde_json::from_value(value).map_err(|e| format!("`memory`: {e}; {FORMAT}"))?;
     let base: Arc<dyn ChatMemory> = match spec.store.as_str() {
         "buffer" => Arc::new(BufferMemory::new()),
-        "sled" => {
-            let path = spec.path.as_deref().unwrap_or(".agentgraph-memory");
-            Arc::new(
-                SledMemory::open(path)
-                    .map_err(|e| format!("`memory`: cannot open sled memory at {path}: {e}"))?,
-            )
-        }
+        "sled" => Arc::new(LazySled {
+            path: sled_memory_path(spec.path.as_deref(), base_dir),
+            db: OnceCell::new(),
+        }),
         "redis" => Arc::new(LazyRedis {
             url: spec
                 .url

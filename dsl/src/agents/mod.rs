@@ -49,7 +49,7 @@ pub mod memory;
 pub mod model;
 pub mod tool_sets;
 
-pub use memory::build_memory;
+pub use memory::{build_memory, set_memory_dir};
 pub use model::{auto_provider, build_model, defer_model_errors, pricing, PROVIDER_VAR};
 
 /// Tools by name, as the embedding application (or std-tools) provides them.
@@ -240,7 +240,7 @@ impl NodeFactory for LlmFactory {
         if let Some(expr) = b.expr("memory") {
             match memory::build_store_memory(expr, &b.extensions)? {
                 Some(spec) => node = node.store_memory(spec),
-                None => node = node.memory(build_memory(const_value(expr)?)?),
+                None => node = node.memory(build_memory(const_value(expr)?, &b.base_dir)?),
             }
         }
         if let Some(v) = b.constant("max_iterations")? {

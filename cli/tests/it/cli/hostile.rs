@@ -186,3 +186,61 @@ fn history_pages_by_default() {
     );
     assert_eq!(o.code, 2, "{}", o.stderr);
 }
+
+/// A sled memory without `path` lived in the current folder, so a running `serve` made every
+/// run started in that folder fail on the lock. It now lives under `--db`, opens at the first
+/// message (a `check` creates nothing), and a relative `path` is read from the graph's folder.
+#[test]
+fn sled_memory_lives_under_db_never_in_the_current_folder() {
+    let root = tempfile::tempdir().unwrap();
+    let (cwd, graphs) = (root.path().join("cwd"), root.path().join("graphs"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    std::fs::create_dir_all(&graphs).unwrap();
+    let script = super::graphs().join("scripts/chat.json");
+    let graph = |name: &str, memory: &str| {
+        let text = format!(
+            "graph {name} {{\n  state {{ messages: messages }}\n  model main = scripted {{ script: \"{}\" }}\n  node agent: llm {{ model: main, messages: messages, memory: {memory} }}\n  START -> agent -> END\n}}\n",
+            script.display()
+        );
+        let path = graphs.join(format!("{name}.ag"));
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    };
+    let default = graph("by_default", r#"{ store: "sled" }"#);
+    let relative = graph("relative", r#"{ store: "sled", path: "mem" }"#);
+    let run = |db: &std::path::Path, args: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_agentgraph"))
+            .current_dir(&cwd)
+            .arg("--db")
+            .arg(db)
+            .args(args)
+            .env("NO_COLOR", "1")
+            .env_remove("AGENTGRAPH_PROVIDER")
+            .env("AGENTGRAPH_DATA_DIR", crate::NO_DATA_DIR)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    let input = r#"{"messages": [{"type": "human", "content": "hi"}]}"#;
+    let (db1, db2) = (root.path().join("db1"), root.path().join("db2"));
+    run(&db1, &["check", &default]);
+    assert!(!db1.join("memory").exists(), "check opened the memory");
+    // Two stores used from one folder, one after the other and side by side.
+    run(&db1, &["run", &default, "--thread", "a", "--input", input]);
+    std::thread::scope(|s| {
+        s.spawn(|| run(&db1, &["run", &default, "--thread", "b", "--input", input]));
+        s.spawn(|| run(&db2, &["run", &default, "--thread", "c", "--input", input]));
+    });
+    assert!(db1.join("memory").is_dir() && db2.join("memory").is_dir());
+    run(&db1, &["run", &relative, "--thread", "d", "--input", input]);
+    assert!(
+        graphs.join("mem").is_dir(),
+        "a relative path is the graph's folder's"
+    );
+    let left: Vec<_> = std::fs::read_dir(&cwd).unwrap().collect();
+    assert!(left.is_empty(), "the current folder got {left:?}");
+}
