@@ -244,3 +244,41 @@ pub async fn incremental_blobs(cp: &dyn Checkpointer) {
         "c4 values"
     );
 }
+
+/// `blob` reads the one entry a checkpoint wrote for a channel (not its chain), and `None`
+/// for a channel or checkpoint that wrote none.
+pub async fn blob_reads_one_entry(cp: &dyn Checkpointer) {
+    let first = ckpt(None, 0, Source::Loop);
+    let second = ckpt(Some(first.id), 1, Source::Loop);
+    let delta = ChannelEntry::Delta {
+        prev: Some(first.id),
+        writes: vec![json!("b")],
+    };
+    put(
+        cp,
+        THREAD,
+        ROOT,
+        &first,
+        &[("log", ChannelEntry::Set(json!(["a"])))],
+    )
+    .await;
+    put(cp, THREAD, ROOT, &second, &[("log", delta.clone())]).await;
+    let read = |ch: &'static str, id: CheckpointId| async move {
+        cp.blob(THREAD, ROOT, ch, id).await.expect("blob")
+    };
+    assert_eq!(
+        read("log", first.id).await,
+        Some(ChannelEntry::Set(json!(["a"])))
+    );
+    assert_eq!(read("log", second.id).await, Some(delta), "not the chain");
+    assert_eq!(
+        read("other", second.id).await,
+        None,
+        "a channel never written"
+    );
+    assert_eq!(
+        read("log", CheckpointId::new()).await,
+        None,
+        "a checkpoint that wrote nothing"
+    );
+}

@@ -52,8 +52,9 @@ mod threads;
 mod writes;
 
 pub use blobs::{
-    channel_entries_chain_starts_at_set_or_clear, channel_entries_delta_chain,
-    channel_entries_missing_blob, channel_entries_set, incremental_blobs,
+    blob_reads_one_entry, channel_entries_chain_starts_at_set_or_clear,
+    channel_entries_delta_chain, channel_entries_missing_blob, channel_entries_set,
+    incremental_blobs,
 };
 pub use keys::{
     floats_round_trip_exactly, flush_works, invalid_keys, null_payload_and_input_round_trip,
@@ -107,6 +108,7 @@ checks![
     channel_entries_chain_starts_at_set_or_clear,
     channel_entries_missing_blob,
     incremental_blobs,
+    blob_reads_one_entry,
     list_threads_sorted,
     delete_thread_removes_everything,
     delete_thread_leaves_other_threads,

@@ -100,7 +100,22 @@ pub fn load(ctx: &Ctx, path: &Path) -> Result<CompiledGraph, u8> {
 pub fn store(ctx: &Ctx) -> Result<Arc<SledCheckpointer>, u8> {
     SledCheckpointer::open_with(&ctx.db, SledOptions::from_env())
         .map(Arc::new)
-        .map_err(|e| fail(e, exit::FAILED))
+        .map_err(|e| {
+            let text = e.to_string();
+            let hint = if text.contains("lock") || text.contains("WouldBlock") {
+                "another process (a server or a run) has it open; stop it or use another --db"
+            } else {
+                "if it is damaged, restore the folder or an export from a backup (`agentgraph \
+                 --db NEW store import FILE`; docs/deploy.md, \"Backups\")"
+            };
+            fail(
+                format!(
+                    "cannot open the store at {}: {text}\nhint: {hint}",
+                    ctx.db.display()
+                ),
+                exit::FAILED,
+            )
+        })
 }
 
 /// `g` with the run's storage: checkpoints in the sled database, and in trees of the same

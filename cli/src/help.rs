@@ -22,6 +22,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     ("catalogue", "agentgraph catalogue show\n  agentgraph catalogue fetch"),
     ("chat", "agentgraph chat\n  AGENTGRAPH_PROVIDER=scripted agentgraph chat --graph single"),
     ("serve", "agentgraph serve --graphs graphs/examples --addr 127.0.0.1:8080\n  agentgraph serve --postgres postgres://user:pass@localhost/agentgraph\n  agentgraph keys create --name me && agentgraph serve --addr 0.0.0.0:8080 --allowed-host agents.example.com"),
+    ("store", "agentgraph store check                      # which threads are readable\n  agentgraph store export --out backup.jsonl\n  agentgraph --db ./restored store import backup.jsonl"),
     ("keys", "agentgraph keys create --name ci              # prints the key once\n  agentgraph keys create --name ops --scope admin\n  agentgraph keys list\n  agentgraph keys revoke ci"),
     ("n8n", "agentgraph n8n run workflow.json\n  agentgraph n8n run --thread t1"),
     ("eval", "agentgraph eval --set quick --graph single\n  agentgraph eval compare before.jsonl after.jsonl"),

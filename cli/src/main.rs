@@ -21,6 +21,7 @@ mod serve_auth;
 mod serve_n8n;
 mod serve_postgres;
 mod settings;
+mod store_cmd;
 mod threads_cmd;
 mod validate;
 
@@ -240,6 +241,13 @@ enum Cmd {
         #[command(subcommand)]
         cmd: keys_cmd::KeysCmd,
     },
+    /// Care of the `--db` store: `store check` (which threads are readable), `store export
+    /// [--out FILE] [--skip-damaged]` (every thread's checkpoints as JSON Lines), `store import
+    /// FILE` (into a store that does not hold those threads).
+    Store {
+        #[command(subcommand)]
+        cmd: store_cmd::StoreCmd,
+    },
     /// Work with a running n8n (its address in $N8N_API_URL or --n8n-url, its API key in
     /// $N8N_API_KEY): `n8n run FILE|--thread ID` runs a workflow and prints each node's result
     /// (exit 0 it succeeded, 1 it failed, 2 n8n rejected it or bad usage).
@@ -450,6 +458,7 @@ async fn dispatch(cli: Cli) -> u8 {
             serve(&ctx, graphs, addr, postgres, n8n, auth).await
         }
         Cmd::Keys { cmd } => keys_cmd::keys(&ctx.db, cmd, ctx.json),
+        Cmd::Store { cmd } => store_cmd::store(&ctx, cmd).await,
         Cmd::Validate { file, catalogue } => {
             validate::validate(&file, catalogue.source(), ctx.json)
         }

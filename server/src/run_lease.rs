@@ -293,6 +293,16 @@ impl Checkpointer for FencedCheckpointer {
             .await
     }
 
+    async fn blob(
+        &self,
+        thread: &str,
+        ns: &str,
+        channel: &str,
+        id: CheckpointId,
+    ) -> Result<Option<ChannelEntry>, CheckpointError> {
+        self.inner.blob(thread, ns, channel, id).await
+    }
+
     async fn list_threads(&self) -> Result<Vec<String>, CheckpointError> {
         self.inner.list_threads().await
     }

@@ -10,6 +10,7 @@ mod group_commit;
 mod keys;
 pub(crate) mod kv;
 mod memory;
+pub mod portable;
 mod run_leases;
 mod sled_store;
 mod thread_locks;
@@ -287,6 +288,27 @@ pub trait Checkpointer: Send + Sync + 'static {
         channel: &str,
         version: CheckpointId,
     ) -> Result<Vec<(CheckpointId, ChannelEntry)>, CheckpointError>;
+
+    /// The one blob checkpoint `id` wrote for `channel` (not the chain before it); `None` when
+    /// there is none. The default reads the chain through [`Checkpointer::channel_entries`];
+    /// stores that can read one blob directly override it (export and check use it per blob).
+    async fn blob(
+        &self,
+        thread: &str,
+        ns: &str,
+        channel: &str,
+        id: CheckpointId,
+    ) -> Result<Option<ChannelEntry>, CheckpointError> {
+        match self.channel_entries(thread, ns, channel, id).await {
+            Ok(chain) => Ok(chain
+                .into_iter()
+                .rev()
+                .find(|(at, _)| *at == id)
+                .map(|(_, e)| e)),
+            Err(CheckpointError::MissingBlob { version, .. }) if version == id => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
 
     /// Every thread id, sorted.
     async fn list_threads(&self) -> Result<Vec<String>, CheckpointError>;

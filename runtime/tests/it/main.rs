@@ -11,6 +11,7 @@ mod engine_interrupts;
 mod engine_persistence;
 mod engine_streaming;
 mod engine_subgraphs;
+mod portable;
 mod reducer_index;
 mod reducer_props;
 mod send_sync;

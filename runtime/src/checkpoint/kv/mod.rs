@@ -15,7 +15,7 @@ use super::{
 };
 use crate::ids::CheckpointId;
 use async_trait::async_trait;
-use encode::{encode, encode_entry, special_index, StoredWrite};
+use encode::{decode_entry, encode, encode_entry, special_index, StoredWrite};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -200,6 +200,23 @@ impl<S: AsyncKvStore> Checkpointer for KvCheckpointer<S> {
         version: CheckpointId,
     ) -> Result<Vec<(CheckpointId, ChannelEntry)>, CheckpointError> {
         self.blob_chain(thread, ns, channel, version).await
+    }
+
+    async fn blob(
+        &self,
+        thread: &str,
+        ns: &str,
+        channel: &str,
+        id: CheckpointId,
+    ) -> Result<Option<ChannelEntry>, CheckpointError> {
+        keys::check("thread id", thread)?;
+        keys::check("namespace", ns)?;
+        keys::check("channel", channel)?;
+        let key = keys::blob(thread, ns, channel, id);
+        match self.store.get_async(&key).await? {
+            Some(bytes) => decode_entry(&key, &bytes).map(Some),
+            None => Ok(None),
+        }
     }
 
     async fn list_threads(&self) -> Result<Vec<String>, CheckpointError> {
