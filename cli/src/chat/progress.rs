@@ -30,8 +30,47 @@ struct Agent {
     started: Instant,
 }
 
+/// The terminal's echo turned off for the turn (Ctrl-C still interrupts): keys typed while
+/// the spinners draw, and the `^C` the terminal would echo, would break their lines. Restored
+/// when dropped.
+struct EchoOff {
+    #[cfg(unix)]
+    saved: Option<libc::termios>,
+}
+
+impl EchoOff {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            // SAFETY: termios is plain data; tcgetattr fills it for fd 0 or fails (then unused).
+            let mut t: libc::termios = unsafe { std::mem::zeroed() };
+            if unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut t) } != 0 {
+                return EchoOff { saved: None };
+            }
+            let saved = t;
+            t.c_lflag &= !(libc::ECHO | libc::ECHOCTL);
+            // SAFETY: a termios read from the same fd, with echo flags cleared.
+            unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &t) };
+            EchoOff { saved: Some(saved) }
+        }
+        #[cfg(not(unix))]
+        EchoOff {}
+    }
+}
+
+impl Drop for EchoOff {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        if let Some(t) = &self.saved {
+            // SAFETY: restores the attributes read in `new`.
+            unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, t) };
+        }
+    }
+}
+
 /// The live display of one turn.
 pub struct Live {
+    _echo: EchoOff,
     multi: MultiProgress,
     thinking: ProgressBar,
     agents: Vec<Agent>,
@@ -69,6 +108,7 @@ impl Progress {
         thinking.set_message("thinking…");
         thinking.enable_steady_tick(Duration::from_millis(100));
         Progress::Live(Box::new(Live {
+            _echo: EchoOff::new(),
             multi,
             thinking,
             agents: Vec::new(),
