@@ -28,6 +28,8 @@ struct Agent {
     done: Vec<(String, usize)>,
     failed: usize,
     started: Instant,
+    /// Its latest event.
+    last: Instant,
 }
 
 /// The terminal's echo turned off for the turn (Ctrl-C still interrupts): keys typed while
@@ -130,6 +132,7 @@ impl Progress {
         };
         let i = live.agent(agent);
         let a = &mut live.agents[i];
+        a.last = Instant::now();
         let tool = data.get("tool").and_then(Value::as_str).unwrap_or("tool");
         match data.get("status").and_then(Value::as_str) {
             Some("completed") => match a.done.iter_mut().find(|(t, _)| t == tool) {
@@ -212,6 +215,7 @@ impl Live {
             done: Vec::new(),
             failed: 0,
             started: Instant::now(),
+            last: Instant::now(),
         });
         self.agents.len() - 1
     }
@@ -224,7 +228,7 @@ impl Agent {
         if self.failed > 0 {
             tools.push(format!("{} failed", self.failed));
         }
-        let secs = self.started.elapsed().as_secs_f32();
+        let secs = self.last.duration_since(self.started).as_secs_f32();
         let (mark, c) = if ok {
             ("✓", Color::Green)
         } else {
