@@ -94,7 +94,7 @@ static PANES: AtomicUsize = AtomicUsize::new(0);
 impl Pane {
     /// Runs `agentgraph ARGS` in the pane from `place`'s folder; after it ends the pane says
     /// `CHAT-EXITED <code>`.
-    fn start(tmux: PathBuf, place: &Place, args: &[String]) -> Self {
+    fn start(tmux: PathBuf, place: &Place, args: &[String], extra: &[(&str, &str)]) -> Self {
         let socket = format!(
             "agentgraph-it-{}-{}",
             std::process::id(),
@@ -103,6 +103,8 @@ impl Pane {
         let env: Vec<String> = place
             .env()
             .into_iter()
+            .filter(|(k, _)| !extra.iter().any(|(e, _)| e == k))
+            .chain(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())))
             .map(|(k, v)| format!("{k}='{v}'"))
             .collect();
         let words: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
@@ -202,7 +204,7 @@ fn a_terminal_session_edits_lines_collapses_progress_and_resumes_with_its_graph(
     let args: Vec<String> = ["--db", &place.db().display().to_string(), "chat"]
         .map(String::from)
         .to_vec();
-    let pane = Pane::start(tmux, &place, &args);
+    let pane = Pane::start(tmux, &place, &args, &[]);
 
     // The banner: thread, graph (built in: this folder has no graphs/), the demo's limits.
     let screen = pane.wait("the prompt", |s| last_line(s).starts_with("single-agent ›"));
@@ -432,4 +434,88 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(entry.path(), target).unwrap();
         }
     }
+}
+
+/// A model server that takes requests and never answers (the model "thinks" for ever).
+fn silent_model_server() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for conn in listener.incoming().flatten() {
+            held.push(conn);
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+#[test]
+fn ctrl_c_cancels_a_running_turn_and_the_thread_keeps_its_message() {
+    let Some(tmux) = tmux() else { return };
+    let place = Place::new();
+    let url = silent_model_server();
+    let db = place.db().display().to_string();
+    let args: Vec<String> = ["--db", &db, "chat", "--thread", "slow"]
+        .map(String::from)
+        .to_vec();
+    let pane = Pane::start(
+        tmux,
+        &place,
+        &args,
+        &[
+            ("AGENTGRAPH_PROVIDER", "openai"),
+            ("OPENAI_BASE_URL", &url),
+            ("OPENAI_API_KEY", "test-key"),
+        ],
+    );
+    pane.wait("the prompt", |s| last_line(s).starts_with("single-agent ›"));
+    pane.text("Post new RSS items to Slack");
+    pane.keys(&["Enter"]);
+    pane.wait("the spinner", |s| last_line(s).contains("thinking…"));
+    pane.keys(&["C-c"]);
+    let screen = pane.wait("the cancelled turn", |s| {
+        s.contains("turn cancelled") && last_line(s).starts_with("single-agent ›")
+    });
+    // The spinner is gone, nothing else ended the session.
+    assert!(!screen.contains("thinking…"), "{screen}");
+    assert!(!screen.contains("CHAT-EXITED"), "{screen}");
+    // Still at the prompt: a first Ctrl-C prints the resume command, the second one ends.
+    pane.keys(&["C-c"]);
+    pane.wait("the resume command", |s| {
+        s.contains(&format!(
+            "resume with: agentgraph --db {db} chat --thread slow"
+        ))
+    });
+    pane.keys(&["C-c"]);
+    pane.wait("the end of chat", |s| s.contains("CHAT-EXITED 0"));
+    // The turn's input was checkpointed on the thread.
+    let graph =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/workflow-builder/single-agent.ag");
+    let o = place.piped(
+        &[
+            "--db",
+            &db,
+            "--json",
+            "state",
+            &graph.display().to_string(),
+            "--thread",
+            "slow",
+        ],
+        "",
+    );
+    let state: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    });
+    let said: Vec<&str> = state["values"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["type"] == "human")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(said, ["Post new RSS items to Slack"]);
 }
