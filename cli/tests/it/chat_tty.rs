@@ -423,6 +423,45 @@ fn a_graphs_folder_on_disk_wins_over_the_built_in_graphs() {
     );
 }
 
+/// The graphs folder of the settings (`$AGENTGRAPH_GRAPHS`) comes before the built-in copy.
+#[test]
+fn the_configured_graphs_folder_comes_before_the_built_in_graphs() {
+    let place = Place::new();
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/workflow-builder");
+    let folder = place.dir.path().join("my-graphs");
+    copy_dir(&shipped, &folder.join("workflow-builder"));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
+    c.current_dir(place.cwd()).env_clear();
+    for (k, v) in place.env() {
+        c.env(k, v);
+    }
+    let o = c
+        .env("AGENTGRAPH_GRAPHS", &folder)
+        .args([
+            "--db",
+            &place.db().display().to_string(),
+            "chat",
+            "--graph",
+            "multi",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}");
+    let expected = format!(
+        " (graph {})",
+        folder.join("workflow-builder/multi-agent.ag").display()
+    );
+    assert!(
+        stdout
+            .lines()
+            .next()
+            .is_some_and(|l| l.ends_with(&expected)),
+        "{stdout}"
+    );
+}
+
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
