@@ -558,3 +558,54 @@ fn ctrl_c_cancels_a_running_turn_and_the_thread_keeps_its_message() {
         .collect();
     assert_eq!(said, ["Post new RSS items to Slack"]);
 }
+
+/// A pasted block of several lines is one message (bracketed paste), not one turn per line.
+#[test]
+fn a_pasted_block_of_lines_is_one_message() {
+    let Some(tmux) = tmux() else { return };
+    let place = Place::new();
+    let db = place.db().display().to_string();
+    let args: Vec<String> = ["--db", &db, "chat", "--thread", "pasted"]
+        .map(String::from)
+        .to_vec();
+    let pane = Pane::start(tmux, &place, &args, &[]);
+    pane.wait("the prompt", |s| last_line(s).starts_with("single-agent ›"));
+    let block = "Every Monday, summarize my unread Gmail\nwith AI and email me the summary";
+    assert!(pane.tmux(&["set-buffer", block]).status.success());
+    assert!(pane
+        .tmux(&["paste-buffer", "-p", "-t", "0"])
+        .status
+        .success());
+    pane.wait("the pasted block in the editor", |s| {
+        s.contains("with AI and email me the summary")
+    });
+    pane.keys(&["Enter"]);
+    pane.wait("the end of the turn", |s| {
+        s.contains("workflow: Weekly Email Summary · 6 nodes")
+    });
+    pane.keys(&["C-d"]);
+    pane.wait("the end of chat", |s| s.contains("CHAT-EXITED 0"));
+    let graph =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/workflow-builder/single-agent.ag");
+    let o = place.piped(
+        &[
+            "--db",
+            &db,
+            "--json",
+            "state",
+            &graph.display().to_string(),
+            "--thread",
+            "pasted",
+        ],
+        "",
+    );
+    let state: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let said: Vec<&str> = state["values"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["type"] == "human")
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(said, [block]);
+}
