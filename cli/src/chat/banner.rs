@@ -83,6 +83,8 @@ pub struct Banner<'a> {
     pub thread: &'a str,
     /// The graph file.
     pub graph: &'a Path,
+    /// How the graph is named (`graphs/workflow-builder/…` for a shipped one).
+    pub label: &'a Path,
     /// Whether it is the copy built into the binary.
     pub built_in: bool,
     /// The catalogue line (`catalogue: …`).
@@ -93,10 +95,16 @@ impl Banner<'_> {
     /// The plain banner (not a terminal): the thread and graph line tests and scripts read,
     /// the model, and the demo's limits.
     pub fn plain(&self) -> String {
+        // A built-in graph is named as shipped, not by the unpacked copy's folder.
+        let (shown, note) = if self.built_in {
+            (self.label, ", built in")
+        } else {
+            (self.graph, "")
+        };
         let mut s = format!(
-            "thread: {} (graph {})\nmodel: {}\n",
+            "thread: {} (graph {}{note})\nmodel: {}\n",
             self.thread,
-            self.graph.display(),
+            shown.display(),
             model(self.graph)
         );
         if is_demo(self.graph) {

@@ -39,21 +39,15 @@ impl Session<'_> {
         let b = banner::Banner {
             thread: &self.thread,
             graph: file,
+            label: &self.graph_name,
             built_in: self.built_in,
             catalogue,
         };
-        let mut shown = b.plain();
         if self.look.terminal {
-            shown = b.styled(self.look.color);
-        } else if self.built_in {
-            // The thread line names what is recorded, not the unpacked copy's folder.
-            shown = shown.replacen(
-                &format!("(graph {})", file.display()),
-                &format!("(graph {}, built in)", self.graph_name.display()),
-                1,
-            );
+            print!("{}", b.styled(self.look.color));
+        } else {
+            print!("{}", b.plain());
         }
-        print!("{shown}");
         self.record_graph();
     }
 
@@ -254,7 +248,7 @@ impl Session<'_> {
                 });
                 false
             }
-            Err(e) if banner::is_demo(&self.graph_file()) && e.to_string().contains("script `") => {
+            Err(e) if banner::is_demo(&self.file) && e.to_string().contains("script `") => {
                 // The demo's script has no answer for this request: said plainly, and the
                 // thread goes back to where the turn started.
                 if let Some((at, _)) = before {
@@ -278,11 +272,6 @@ impl Session<'_> {
                 false
             }
         }
-    }
-
-    /// The graph file in use.
-    fn graph_file(&self) -> std::path::PathBuf {
-        self.file.clone()
     }
 
     /// For the offline demo, a request its script has no answer for is not run: the user is
