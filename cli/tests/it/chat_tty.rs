@@ -1,7 +1,7 @@
-//! `agentgraph chat` as people use it: in a terminal (a tmux pane, read back as the screen
-//! shows it) and piped, from a folder that has no `graphs/` (the graphs built into the binary),
-//! with the offline demo (the shipped scripts, the built-in catalogue). tmux is needed for the
-//! terminal tests: they skip without it (and fail under `CI=true`; .ci/run installs it).
+//! `agentgraph chat` as people use it in a terminal (a tmux pane, read back as the screen shows
+//! it), from a folder that has no `graphs/` (the graphs built into the binary), with the offline
+//! demo (the shipped scripts, the built-in catalogue). tmux is needed: the tests skip without it
+//! (and fail under `CI=true`; .ci/run installs it). The piped runs are in `chat_piped.rs`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,13 +9,14 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-const PROMPT: &str = "Every Monday, summarize my unread Gmail with AI and email me the summary";
-const CHANGE: &str = "Make it run on Tuesday instead";
+pub(crate) const PROMPT: &str =
+    "Every Monday, summarize my unread Gmail with AI and email me the summary";
+pub(crate) const CHANGE: &str = "Make it run on Tuesday instead";
 /// How long a screen may take to show what is waited for (a debug build on a busy machine).
 const PATIENCE: Duration = Duration::from_secs(90);
 
 /// The six nodes of the demo's workflow, with their types.
-const DEMO_NODES: [&str; 6] = [
+pub(crate) const DEMO_NODES: [&str; 6] = [
     "Every Monday Morning [n8n-nodes-base.scheduleTrigger]",
     "Workflow Configuration [n8n-nodes-base.set]",
     "Get Unread Emails [n8n-nodes-base.gmail]",
@@ -25,27 +26,27 @@ const DEMO_NODES: [&str; 6] = [
 ];
 
 /// A folder to run in (no `graphs/`), its store and its data folder.
-struct Place {
-    dir: tempfile::TempDir,
+pub(crate) struct Place {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Place {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("cwd")).unwrap();
         Place { dir }
     }
-    fn cwd(&self) -> PathBuf {
+    pub(crate) fn cwd(&self) -> PathBuf {
         self.dir.path().join("cwd")
     }
-    fn db(&self) -> PathBuf {
+    pub(crate) fn db(&self) -> PathBuf {
         self.dir.path().join("db")
     }
-    fn data(&self) -> PathBuf {
+    pub(crate) fn data(&self) -> PathBuf {
         self.dir.path().join("data")
     }
     /// The environment of a demo run: scripted provider, shipped scripts, built-in catalogue.
-    fn env(&self) -> Vec<(String, String)> {
+    pub(crate) fn env(&self) -> Vec<(String, String)> {
         vec![
             ("AGENTGRAPH_PROVIDER".into(), "scripted".into()),
             (
@@ -61,7 +62,7 @@ impl Place {
         ]
     }
     /// `agentgraph ARGS` piped, from the folder without graphs, with `input` on stdin.
-    fn piped(&self, args: &[&str], input: &str) -> Output {
+    pub(crate) fn piped(&self, args: &[&str], input: &str) -> Output {
         let mut c = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
         c.current_dir(self.cwd()).env_clear().args(args);
         for (k, v) in self.env() {
@@ -337,142 +338,6 @@ fn a_terminal_session_edits_lines_collapses_progress_and_resumes_with_its_graph(
             .any(|l| l.starts_with(&thread) && l.contains("graphs/workflow-builder/multi-agent.ag")),
         "{listed}"
     );
-}
-
-#[test]
-fn piped_chat_from_a_folder_without_graphs_uses_the_built_in_ones_without_escape_codes() {
-    let place = Place::new();
-    let out_file = place.dir.path().join("workflow.json");
-    let db = place.db().display().to_string();
-    let out_s = out_file.display().to_string();
-    let o = place.piped(
-        &["--db", &db, "chat", "--out", &out_s],
-        &format!("{PROMPT}\nAdd a Slack message too\n{CHANGE}\n{CHANGE}\n"),
-    );
-    let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(o.status.success(), "{stdout}\n{stderr}");
-    // TERM is set, but nothing is a terminal: no escape code anywhere.
-    assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
-    assert!(!stderr.contains('\u{1b}'), "{stderr:?}");
-    let first = stdout.lines().next().unwrap_or_default();
-    assert!(
-        first.starts_with("thread: t-")
-            && first.ends_with(" (graph graphs/workflow-builder/single-agent.ag, built in)"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("\ndemo: this is the offline demo: a fixed script, not a model."));
-    // Tool progress as plain lines, the answer as written, the diff after the summary.
-    assert!(stdout.contains("\n  · Running add_nodes\n"), "{stdout}");
-    assert!(
-        stdout.contains("I built **Weekly Email Summary**"),
-        "{stdout}"
-    );
-    assert!(
-        stdout.contains("changes: +6 nodes, +5 connections\n"),
-        "{stdout}"
-    );
-    for node in DEMO_NODES {
-        assert!(
-            stdout.contains(&format!("  + {node}\n")),
-            "{node}:\n{stdout}"
-        );
-    }
-    // A request the demo has no script for is declined plainly, before running and after
-    // (the second Tuesday move: its answers were used); no script error reaches the user.
-    let declined = "The offline demo has no scripted answer for that";
-    assert_eq!(stdout.matches(declined).count(), 2, "{stdout}");
-    assert!(!stderr.contains("error"), "{stderr}");
-    assert!(!stdout.contains("no pending response"), "{stdout}");
-    assert!(stdout.contains("now runs on Tuesdays"), "{stdout}");
-    // The workflow is the Tuesday one, six nodes: the declined requests changed nothing.
-    let wf: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&out_file).unwrap()).unwrap();
-    assert_eq!(wf["nodes"].as_array().map(Vec::len), Some(6));
-    let trigger = wf["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|n| n["type"] == "n8n-nodes-base.scheduleTrigger")
-        .unwrap();
-    assert_eq!(
-        trigger["parameters"]["rule"]["interval"][0]["triggerAtDay"],
-        serde_json::json!([2])
-    );
-}
-
-/// A graphs folder on disk wins over the built-in copy, so users can edit theirs.
-#[test]
-fn a_graphs_folder_on_disk_wins_over_the_built_in_graphs() {
-    let place = Place::new();
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/workflow-builder");
-    let local = place.cwd().join("graphs/workflow-builder");
-    copy_dir(&shipped, &local);
-    let o = place.piped(
-        &["--db", &place.db().display().to_string(), "chat"],
-        "/quit\n",
-    );
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{stdout}");
-    assert!(
-        stdout
-            .lines()
-            .next()
-            .is_some_and(|l| l.ends_with(" (graph graphs/workflow-builder/single-agent.ag)")),
-        "{stdout}"
-    );
-}
-
-/// The graphs folder of the settings (`$AGENTGRAPH_GRAPHS`) comes before the built-in copy.
-#[test]
-fn the_configured_graphs_folder_comes_before_the_built_in_graphs() {
-    let place = Place::new();
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/workflow-builder");
-    let folder = place.dir.path().join("my-graphs");
-    copy_dir(&shipped, &folder.join("workflow-builder"));
-    let mut c = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
-    c.current_dir(place.cwd()).env_clear();
-    for (k, v) in place.env() {
-        c.env(k, v);
-    }
-    let o = c
-        .env("AGENTGRAPH_GRAPHS", &folder)
-        .args([
-            "--db",
-            &place.db().display().to_string(),
-            "chat",
-            "--graph",
-            "multi",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success(), "{stdout}");
-    let expected = format!(
-        " (graph {})",
-        folder.join("workflow-builder/multi-agent.ag").display()
-    );
-    assert!(
-        stdout
-            .lines()
-            .next()
-            .is_some_and(|l| l.ends_with(&expected)),
-        "{stdout}"
-    );
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
 }
 
 /// A model server that takes requests and never answers (the model "thinks" for ever).
