@@ -209,12 +209,15 @@ impl Live {
         }));
         bar.set_prefix(name.to_string());
         bar.enable_steady_tick(Duration::from_millis(100));
+        // Its time starts where the previous agent's ended (the agents of the builder graphs
+        // take turns), or with the turn: the model's thinking before its first call counts.
+        let started = self.agents.last().map_or(self.started, |a| a.last);
         self.agents.push(Agent {
             name: name.to_string(),
             bar,
             done: Vec::new(),
             failed: 0,
-            started: Instant::now(),
+            started,
             last: Instant::now(),
         });
         self.agents.len() - 1
