@@ -208,3 +208,112 @@ fn json_excerpt(text: &str, line: usize, column: usize) -> String {
     }
     out
 }
+
+/// The graphs shipped with agentgraph (`graphs/` of the repository: the `.ag` files with their
+/// prompts, scripts and data), compiled into the binary so that `chat` finds them wherever it
+/// runs. A graphs folder on disk always wins, so users can edit their copy.
+pub mod shipped {
+    use include_dir::{include_dir, Dir};
+    use std::path::{Path, PathBuf};
+
+    static GRAPHS: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/../graphs");
+
+    /// Where a graph was found.
+    #[derive(Debug, Clone, PartialEq, Eq)]
+    pub enum Origin {
+        /// A file on disk: the current folder's `graphs/`, the configured graphs folder, or a
+        /// path given as is.
+        Disk,
+        /// The copy built into the binary (unpacked under the data folder).
+        BuiltIn,
+    }
+
+    /// Whether the binary holds `rel` (a path inside `graphs/`, e.g.
+    /// `workflow-builder/single-agent.ag`).
+    pub fn contains(rel: &Path) -> bool {
+        GRAPHS.get_file(rel).is_some()
+    }
+
+    /// A stable tag of the embedded files (FNV-1a over names and contents), so a new binary
+    /// unpacks into a new folder and never reads an older copy.
+    fn tag() -> String {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        let mut eat = |bytes: &[u8]| {
+            for b in bytes {
+                h ^= u64::from(*b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        };
+        let mut files = Vec::new();
+        collect(&GRAPHS, &mut files);
+        files.sort_by_key(|f| f.path());
+        for f in files {
+            eat(f.path().to_string_lossy().as_bytes());
+            eat(f.contents());
+        }
+        format!("{}-{h:016x}", env!("CARGO_PKG_VERSION"))
+    }
+
+    fn collect<'a>(dir: &'a Dir<'a>, out: &mut Vec<&'a include_dir::File<'a>>) {
+        out.extend(dir.files());
+        for d in dir.dirs() {
+            collect(d, out);
+        }
+    }
+
+    /// The folder the embedded graphs are unpacked to (`<data folder>/shipped-graphs/<tag>`),
+    /// unpacked on first use; a partial unpack is never seen (written aside, then renamed).
+    pub fn unpacked() -> std::io::Result<PathBuf> {
+        let base = agentgraph_n8n::catalogue::store::data_dir()
+            .unwrap_or_else(|_| std::env::temp_dir().join("agentgraph"))
+            .join("shipped-graphs");
+        let dir = base.join(tag());
+        if dir.is_dir() {
+            return Ok(dir);
+        }
+        std::fs::create_dir_all(&base)?;
+        let tmp = base.join(format!(".unpack-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        let mut files = Vec::new();
+        collect(&GRAPHS, &mut files);
+        for f in files {
+            let to = tmp.join(f.path());
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(&to, f.contents())?;
+        }
+        match std::fs::rename(&tmp, &dir) {
+            Ok(()) => Ok(dir),
+            // Another process unpacked the same files first.
+            Err(_) if dir.is_dir() => {
+                let _ = std::fs::remove_dir_all(&tmp);
+                Ok(dir)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Finds `rel` (a path inside `graphs/`): `./graphs/<rel>`, else `<graphs folder>/<rel>`
+    /// (`graphs` of agentgraph.toml or `$AGENTGRAPH_GRAPHS`), else the built-in copy.
+    pub fn find(rel: &Path, graphs_folder: Option<&Path>) -> Result<(PathBuf, Origin), String> {
+        let local = Path::new("graphs").join(rel);
+        if local.is_file() {
+            return Ok((local, Origin::Disk));
+        }
+        if let Some(folder) = graphs_folder {
+            let p = folder.join(rel);
+            if p.is_file() {
+                return Ok((p, Origin::Disk));
+            }
+        }
+        if !contains(rel) {
+            return Err(format!(
+                "graphs/{} not found (not in ./graphs, the graphs folder, nor built in)",
+                rel.display()
+            ));
+        }
+        let dir = unpacked().map_err(|e| format!("cannot unpack the built-in graphs: {e}"))?;
+        Ok((dir.join(rel), Origin::BuiltIn))
+    }
+}

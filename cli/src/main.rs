@@ -372,7 +372,8 @@ fn registry(source: agentgraph_n8n::CatalogueSource) -> agentgraph_server::Regis
 async fn dispatch(cli: Cli) -> u8 {
     // `chat` and `serve` take `--catalogue` and say on start which catalogue they use.
     let (source, announce) = match &cli.cmd {
-        Cmd::Chat { opts } => (opts.catalogue.source(), true),
+        // `chat` names its catalogue in its banner.
+        Cmd::Chat { opts } => (opts.catalogue.source(), false),
         Cmd::Serve { catalogue, .. } => (catalogue.source(), true),
         Cmd::Mcp(opts) => (opts.catalogue.source(), opts.builder_tools),
         _ => (agentgraph_n8n::CatalogueSource::Auto, false),

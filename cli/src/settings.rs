@@ -296,6 +296,19 @@ pub fn apply(matches: &ArgMatches, cli: &mut crate::Cli) -> Result<(), ConfigErr
     Ok(())
 }
 
+/// The graphs folder in force (`graphs` of agentgraph.toml, `$AGENTGRAPH_GRAPHS`, default
+/// `graphs`), as `apply` resolved it.
+pub fn graphs_folder() -> Option<PathBuf> {
+    EFFECTIVE
+        .get()?
+        .settings
+        .iter()
+        .find(|s| s.key == "graphs")?
+        .value
+        .as_ref()
+        .map(PathBuf::from)
+}
+
 /// `agentgraph config`: the effective settings and where each came from.
 pub fn show(json: bool) -> u8 {
     let Some(effective) = EFFECTIVE.get() else {

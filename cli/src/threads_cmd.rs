@@ -74,7 +74,8 @@ pub fn record_graph(db: &Path, thread: &str, graph: &Path) {
     }
 }
 
-fn recorded_graph(db: &Path, thread: &str) -> Option<String> {
+/// The graph recorded for `thread` ([`record_graph`]), if any.
+pub fn recorded_graph(db: &Path, thread: &str) -> Option<String> {
     std::fs::read_to_string(db.join(GRAPHS_DIR).join(thread)).ok()
 }
 

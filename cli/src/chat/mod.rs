@@ -1,40 +1,53 @@
 //! `agentgraph chat`: an interactive session with the workflow builder on one thread.
 //!
-//! Each line read from stdin is one turn: the graph runs with it as a human message, tool
-//! progress and the assistant's text (root-level `agent` or `responder` nodes only: internal
-//! subgraph agents are not shown) stream live, and the workflow is printed after the turn (and
-//! written to `--out`). Commands: `/graph single|multi|PATH` switches the graph for the next
-//! turns (both builder graphs share one state schema), `/undo` goes back to the state before
-//! the last turn (the next turn forks from there), `/quit` (or end of input) ends; `/compact`
-//! and `/clear` are ordinary messages the graphs handle. Started with `--thread` on a thread
-//! whose last turn was cut short (a crash), the turn is finished first. With `--n8n` the
-//! workflow is deployed to n8n after each turn that changes it ([`deploy`]).
+//! Each line read is one turn: the graph runs with it as a human message, tool progress and
+//! the assistant's text (root-level `agent` or `responder` nodes only: internal subgraph agents
+//! are not shown) are shown as they come, then the workflow and what the turn changed in it
+//! (also written to `--out`). On a terminal the line editor keeps a history, a spinner and one
+//! line per agent show progress, the answer's markdown is rendered; piped, every line is plain
+//! text ([`progress`], [`input`]). Commands: `/graph single|multi|PATH` switches the graph for
+//! the next turns (both builder graphs share one state schema; the choice is recorded with the
+//! thread, so `--thread` restores it), `/undo` goes back to the state before the last turn,
+//! `/show` prints the workflow, `/quit` (or Ctrl-D) ends; `/compact` and `/clear` are ordinary
+//! messages the graphs handle. Ctrl-C cancels a running turn (its steps so far are
+//! checkpointed); at the prompt it prints the thread and the command that resumes it, and a
+//! second Ctrl-C ends. Started with `--thread` on a thread whose last turn was cut short (a
+//! crash), the turn is finished first. With `--n8n` the workflow is deployed to n8n after each
+//! turn that changes it ([`deploy`]). The shipped graphs are found in `./graphs`, the
+//! configured graphs folder, else the copy built into the binary ([`crate::graph::shipped`]).
 
+mod banner;
 mod deploy;
+mod diff;
+mod input;
+mod markdown;
+mod progress;
+mod session;
 
 use crate::exit;
+use crate::graph::shipped;
 use crate::graph::Ctx;
-use agentgraph_n8n::deploy::{deployed_id, ID_CHANNEL};
-use agentgraph_n8n::{builder_graph, workflow_of, workflow_summary};
-use agentgraph_runtime::{
-    CheckpointId, CompiledGraph, Event, EventKind, ListQuery, Mode, Modes, RunConfig,
-    SledCheckpointer, Source,
-};
-use agentgraph_server::{open_run, Opening};
+use agentgraph_n8n::{workflow_of, BUILDER_GRAPHS};
+use agentgraph_runtime::{CheckpointId, CompiledGraph, SledCheckpointer};
+use agentgraph_server::Opening;
 use deploy::{Link, When};
-use serde_json::{json, Value};
-use std::collections::{HashMap, HashSet};
-use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use input::{ChatPrompt, Input, Read};
+use serde_json::json;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// The store `--db` names when not given (the resume command leaves it out).
+pub const DEFAULT_DB: &str = "./.agentgraph";
 
 /// Options of `agentgraph chat`.
 #[derive(clap::Args)]
 pub struct ChatOpts {
-    /// `single`, `multi` (graphs/workflow-builder/{single,multi}-agent.ag under the current
-    /// directory) or a graph file.
-    #[arg(long, default_value = "single")]
-    graph: String,
+    /// `single` (the default), `multi` (graphs/workflow-builder/{single,multi}-agent.ag: in
+    /// ./graphs, else the configured graphs folder, else the copy built into agentgraph) or a
+    /// graph file. With --thread, the default is the graph the thread last used.
+    #[arg(long)]
+    graph: Option<String>,
     /// The thread (default: a new one); an existing thread continues where it stopped.
     #[arg(long, value_parser = crate::graph::thread_id)]
     thread: Option<String>,
@@ -52,10 +65,95 @@ pub struct ChatOpts {
     pub catalogue: crate::catalogue::CatalogueOpt,
 }
 
-struct Session<'a> {
+/// How output is drawn.
+#[derive(Clone, Copy)]
+pub(crate) struct Look {
+    /// stdout (and stdin) are a terminal: line editor, spinners, rendered markdown.
+    pub terminal: bool,
+    /// ANSI colours (a terminal without `NO_COLOR`).
+    pub color: bool,
+}
+
+impl Look {
+    fn detect(json: bool) -> Self {
+        let terminal = !json && std::io::stdout().is_terminal() && std::io::stdin().is_terminal();
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        Look {
+            terminal,
+            color: terminal && !no_color,
+        }
+    }
+}
+
+/// A graph found for a name or path.
+pub(crate) struct Found {
+    /// The file loaded.
+    pub path: PathBuf,
+    /// What is recorded with the thread and shown: `graphs/workflow-builder/…` for a shipped
+    /// graph wherever it was found, else the path as given.
+    pub record: PathBuf,
+    /// Whether it is the copy built into the binary.
+    pub built_in: bool,
+}
+
+/// The graph `arg` designates: `single`, `multi`, or a path; a missing `graphs/…` path that
+/// agentgraph ships is found the way `single` and `multi` are.
+pub(crate) fn find_graph(arg: &str) -> Result<Found, String> {
+    let folder = crate::settings::graphs_folder();
+    let shipped_rel = if BUILDER_GRAPHS.contains(&arg) {
+        Some(PathBuf::from(format!("workflow-builder/{arg}-agent.ag")))
+    } else {
+        let p = Path::new(arg);
+        if p.is_file() {
+            return Ok(Found {
+                path: p.to_path_buf(),
+                record: p.to_path_buf(),
+                built_in: false,
+            });
+        }
+        p.strip_prefix("graphs")
+            .ok()
+            .filter(|rel| shipped::contains(rel))
+            .map(Path::to_path_buf)
+    };
+    let Some(rel) = shipped_rel else {
+        return Err(format!("graph file {arg} not found"));
+    };
+    let (path, origin) = shipped::find(&rel, folder.as_deref())?;
+    Ok(Found {
+        path,
+        record: Path::new("graphs").join(rel),
+        built_in: origin == shipped::Origin::BuiltIn,
+    })
+}
+
+/// The graph a chat starts with: `--graph`, else the one `--thread` last used, else `single`.
+fn starting_graph(ctx: &Ctx, opts: &ChatOpts) -> Result<Found, String> {
+    if let Some(g) = &opts.graph {
+        return find_graph(g);
+    }
+    let recorded = opts
+        .thread
+        .as_deref()
+        .and_then(|t| crate::threads_cmd::recorded_graph(&ctx.db, t));
+    if let Some(r) = recorded {
+        match find_graph(r.trim()) {
+            Ok(found) => return Ok(found),
+            Err(e) => eprintln!("warning: the thread's graph: {e}; using single"),
+        }
+    }
+    find_graph("single")
+}
+
+pub(crate) struct Session<'a> {
     ctx: &'a Ctx,
+    look: Look,
     graph: CompiledGraph,
     graph_name: PathBuf,
+    /// The file loaded (the built-in copy's unpacked file for a built-in graph).
+    file: PathBuf,
+    /// Whether the graph is the built-in copy.
+    built_in: bool,
     store: Arc<SledCheckpointer>,
     thread: String,
     out: Option<PathBuf>,
@@ -63,12 +161,26 @@ struct Session<'a> {
     fork_at: Option<CheckpointId>,
     /// The n8n instance the workflow is deployed to (`--n8n`).
     n8n: Option<Link>,
+    /// Flags the resume command repeats (`--out`, `--n8n-url`).
+    resume_flags: Vec<String>,
+}
+
+/// Completes on Ctrl-C (SIGINT); never if its handler cannot be installed.
+pub(crate) async fn interrupted() {
+    if tokio::signal::ctrl_c().await.is_err() {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// `agentgraph chat`.
 pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
-    let path = match builder_graph(&opts.graph) {
-        Ok(p) => p,
+    let look = Look::detect(ctx.json);
+    let catalogue = opts.catalogue.source().resolve().start_line();
+    if !look.terminal {
+        eprintln!("{catalogue}");
+    }
+    let found = match starting_graph(ctx, &opts) {
+        Ok(f) => f,
         Err(e) => return crate::graph::fail(e, exit::USAGE),
     };
     let n8n = if opts.n8n || opts.n8n_url.is_some() {
@@ -89,27 +201,37 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         Ok(s) => s,
         Err(c) => return c,
     };
-    let graph = match crate::graph::load(ctx, &path)
+    let graph = match crate::graph::load(ctx, &found.path)
         .and_then(|g| crate::graph::attach_storage(g, &store))
     {
         Ok(g) => g,
         Err(c) => return c,
     };
-    let thread = opts.thread.clone().unwrap_or_else(new_thread_id);
+    let thread = opts.thread.clone().unwrap_or_else(session::new_thread_id);
+    let mut resume_flags = Vec::new();
+    if let Some(out) = &opts.out {
+        resume_flags.extend(["--out".to_string(), out.display().to_string()]);
+    }
+    match &opts.n8n_url {
+        Some(url) => resume_flags.extend(["--n8n-url".to_string(), url.clone()]),
+        None if opts.n8n => resume_flags.push("--n8n".to_string()),
+        None => {}
+    }
     let mut s = Session {
         ctx,
+        look,
         graph,
-        graph_name: path,
+        graph_name: found.record,
+        file: found.path.clone(),
+        built_in: found.built_in,
         store,
         thread,
         out: opts.out,
         fork_at: None,
         n8n,
+        resume_flags,
     };
-    s.say(
-        json!({"event": "thread", "thread": s.thread, "graph": s.graph_name}),
-        || format!("thread: {} (graph {})", s.thread, s.graph_name.display()),
-    );
+    s.banner(&found.path, &catalogue);
     if opts.thread.is_some() {
         match s.graph.get_state(&s.thread, None).await {
             Ok(Some(state)) => {
@@ -122,33 +244,35 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
                         s.deploy(When::Changed).await;
                     }
                 } else {
-                    s.show_workflow(workflow_of(&state.values));
+                    s.show_workflow(workflow_of(&state.values), None);
                 }
             }
             Ok(None) => {}
             Err(e) => eprintln!("error: {e}"),
         }
     }
-    let tty = std::io::stdin().is_terminal();
+    let mut input = Input::open(look.terminal, look.color);
+    let mut interrupts = 0;
     loop {
-        if tty {
-            print!("> ");
-            let _ = std::io::stdout().flush();
-        }
-        let line = match tokio::task::spawn_blocking(|| {
-            let mut buf = String::new();
-            std::io::stdin().read_line(&mut buf).map(|n| (n, buf))
-        })
-        .await
-        {
-            Ok(Ok((0, _))) => break,
-            Ok(Ok((_, buf))) => buf,
-            Ok(Err(e)) => {
-                eprintln!("error: cannot read stdin: {e}");
-                break;
-            }
-            Err(_) => break,
+        let prompt = ChatPrompt {
+            graph: s.short_name(),
+            color: look.color,
         };
+        let line = match input.read(&prompt).await {
+            Read::Line(l) => l,
+            Read::Eof => break,
+            Read::Interrupt => {
+                interrupts += 1;
+                s.resume_hint();
+                // Piped input has no prompt to come back to; on a terminal a second one ends.
+                if interrupts >= 2 || !look.terminal {
+                    return exit::DONE;
+                }
+                println!("(Ctrl-C again or Ctrl-D to quit)");
+                continue;
+            }
+        };
+        interrupts = 0;
         let line = line.trim();
         if line.is_empty() {
             continue;
@@ -156,6 +280,7 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         match line {
             "/quit" | "/exit" => break,
             "/undo" => s.undo().await,
+            "/show" => s.show_all().await,
             "/deploy" => {
                 s.deploy(When::Now).await;
             }
@@ -183,6 +308,9 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
                     }
                     _ => line.to_string(),
                 };
+                if s.demo_refuses(line).await {
+                    continue;
+                }
                 let input = json!({"messages": [{"type": "human", "content": content}]});
                 if s.turn(Opening::Input(input)).await {
                     s.deploy(When::Changed).await;
@@ -190,301 +318,14 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
             }
         }
     }
+    if look.terminal {
+        s.resume_hint();
+    }
     exit::DONE
 }
 
 /// What `/help` prints.
 const COMMANDS: &str = "commands: /compact (summarize the conversation), /clear (forget it), \
 /graph single|multi|FILE (switch architecture), /undo (back to before the last turn), \
-/deploy (send the workflow to n8n now), /activate (deploy and activate it in n8n), \
+/show (the whole workflow), /deploy (send the workflow to n8n now), /activate (deploy and activate it in n8n), \
 /open (the n8n editor URL), /help, /quit; /deploy, /activate and /open need --n8n";
-
-impl Session<'_> {
-    /// Prints one line: JSON with `--json`, else the text.
-    fn say(&self, v: Value, text: impl FnOnce() -> String) {
-        if self.ctx.json {
-            println!("{v}");
-        } else {
-            println!("{}", text());
-        }
-    }
-
-    fn switch(&mut self, arg: &str) {
-        let path = match builder_graph(arg) {
-            Ok(p) => p,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return;
-            }
-        };
-        match crate::graph::load(self.ctx, &path)
-            .and_then(|g| crate::graph::attach_storage(g, &self.store))
-        {
-            Ok(g) => {
-                if g.schema().version() != self.graph.schema().version() {
-                    eprintln!(
-                        "warning: {} has another state schema than {}; the thread may not fit it",
-                        path.display(),
-                        self.graph_name.display()
-                    );
-                }
-                self.graph = g;
-                self.graph_name = path;
-                self.say(json!({"event": "graph", "graph": self.graph_name}), || {
-                    format!("graph: {}", self.graph_name.display())
-                });
-            }
-            Err(_) => eprintln!(
-                "error: cannot load {}; keeping the current graph",
-                path.display()
-            ),
-        }
-    }
-
-    /// Runs one turn, streaming progress and the assistant's text; `true` when it finished.
-    async fn turn(&mut self, opening: Opening) -> bool {
-        let mut config = RunConfig::thread(self.thread.clone())
-            .modes(Modes::of(&[Mode::Custom, Mode::Messages]));
-        if let Some(at) = self.fork_at.take() {
-            config = config.at(at);
-        }
-        let run = match open_run(&self.graph, opening, config).await {
-            Ok(run) => run,
-            Err(e) => {
-                self.turn_failed(&e);
-                return false;
-            }
-        };
-        let mut stream = self.graph.stream(run.input, run.config);
-        let mut mid_line = false;
-        // Message ids already started, so each answer begins on its own line.
-        let mut started: HashSet<String> = HashSet::new();
-        // Message ids streamed to the user (the rest of this turn's answers is printed after).
-        let mut seen: HashSet<String> = HashSet::new();
-        while let Some(ev) = stream.next().await {
-            if let (EventKind::Messages(chunk), true) = (&ev.kind, shown(&ev)) {
-                if let Some(id) = chunk.get("id").and_then(Value::as_str) {
-                    seen.insert(id.to_string());
-                }
-            }
-            if self.ctx.json {
-                if shown(&ev) {
-                    println!("{}", serde_json::to_string(&ev).unwrap_or_default());
-                }
-                continue;
-            }
-            match &ev.kind {
-                EventKind::Custom(data) => {
-                    if std::mem::take(&mut mid_line) {
-                        println!();
-                    }
-                    let text = data
-                        .get("title")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                        .unwrap_or_else(|| data.to_string());
-                    println!("  · {text}");
-                }
-                EventKind::Messages(chunk) if shown(&ev) => {
-                    if let Some(t) = chunk.get("delta").and_then(Value::as_str) {
-                        let id = chunk.get("id").and_then(Value::as_str).unwrap_or_default();
-                        if started.insert(id.to_string()) && std::mem::take(&mut mid_line) {
-                            println!();
-                        }
-                        print!("{t}");
-                        let _ = std::io::stdout().flush();
-                        mid_line = true;
-                    }
-                }
-                _ => {}
-            }
-        }
-        if mid_line {
-            println!();
-        }
-        match stream.finish().await {
-            Ok(out) => {
-                // Answers a graph wrote without a model (a set node saying that nothing was
-                // built, say) were not streamed: shown now.
-                for text in unstreamed_answers(&out.values, &seen) {
-                    if self.ctx.json {
-                        println!("{}", json!({"event": "answer", "content": text}));
-                    } else {
-                        println!("{text}");
-                    }
-                }
-                if self.ctx.json {
-                    println!("{}", json!({"event": "turn_end", "status": out.status}));
-                }
-                self.show_workflow(workflow_of(&out.values));
-                true
-            }
-            Err(e) => {
-                self.turn_failed(&e);
-                false
-            }
-        }
-    }
-
-    /// Says a turn failed (the thread keeps its last checkpoint).
-    fn turn_failed(&self, e: &dyn std::fmt::Display) {
-        if self.ctx.json {
-            println!("{}", json!({"event": "error", "error": e.to_string()}));
-        } else {
-            eprintln!("error: {e}");
-            println!("(the turn failed; the thread keeps its last checkpoint)");
-        }
-    }
-
-    /// Prints the workflow and writes `--out`.
-    fn show_workflow(&self, wf: &Value) {
-        if self.ctx.json {
-            println!("{}", json!({"event": "workflow", "workflow": wf}));
-        } else {
-            print!("{}", workflow_summary(wf));
-        }
-        if let Some(out) = &self.out {
-            let text = serde_json::to_string_pretty(wf).unwrap_or_default();
-            if let Err(e) = std::fs::write(out, text + "\n") {
-                eprintln!("error: cannot write {}: {e}", out.display());
-            }
-        }
-    }
-
-    /// `/undo`: the next turn forks from the checkpoint before the last turn's input.
-    async fn undo(&mut self) {
-        let history = match self.graph.history(&self.thread, ListQuery::default()).await {
-            Ok(h) => h,
-            Err(e) => {
-                eprintln!("error: {e}");
-                return;
-            }
-        };
-        let by_id: HashMap<CheckpointId, &agentgraph_runtime::HistoryEntry> =
-            history.iter().map(|h| (h.checkpoint_id, h)).collect();
-        // Walk back from where the next turn would start to the last turn's input.
-        let mut cur = self
-            .fork_at
-            .or_else(|| history.first().map(|h| h.checkpoint_id));
-        let mut target = None;
-        let mut first_turn = false;
-        while let Some(id) = cur {
-            let Some(h) = by_id.get(&id) else { break };
-            if h.source == Source::Input {
-                target = h.parent_id;
-                first_turn = target.is_none();
-                break;
-            }
-            cur = h.parent_id;
-        }
-        if first_turn {
-            // Before the first turn there is no checkpoint to go back to: the conversation
-            // goes on from nothing on a new thread (the old one keeps its turn).
-            let old = std::mem::replace(&mut self.thread, new_thread_id());
-            self.fork_at = None;
-            let thread = self.thread.clone();
-            self.say(
-                json!({"event": "undo", "ok": true, "thread": thread, "previous_thread": old}),
-                || format!("undone: back to an empty conversation on new thread {thread} ({old} keeps the turn)"),
-            );
-            self.show_workflow(&json!({"nodes": [], "connections": {}}));
-            if let Some(id) = self.n8n.as_mut().and_then(|link| {
-                let id = link.id.take();
-                link.reset();
-                id
-            }) {
-                self.say(
-                    json!({"event": "n8n", "action": "unlinked", "workflow_id": id, "previous_thread": old}),
-                    || format!("n8n: workflow {id} stays with thread {old}; this thread gets its own at its first deploy"),
-                );
-            }
-            return;
-        }
-        let Some(target) = target else {
-            self.say(json!({"event": "undo", "ok": false}), || {
-                "nothing to undo".to_string()
-            });
-            return;
-        };
-        match self.graph.get_state(&self.thread, Some(target)).await {
-            Ok(Some(state)) => {
-                // Branch the thread there now, so the undo also holds for a later session
-                // (an update that plans nothing); if that fails, the next turn forks. The n8n
-                // workflow id is not history: a deploy the undone turn made carries over.
-                let carried = self.current_n8n_id().await.filter(|id| {
-                    deployed_id(&state.values) != Some(id.as_str())
-                        && self.graph.schema().channel(ID_CHANNEL).is_some()
-                });
-                let values = carried.map_or(Value::Null, |id| json!({ ID_CHANNEL: id }));
-                match self
-                    .graph
-                    .update_state(&self.thread, Some(target), values, Some("END"))
-                    .await
-                {
-                    Ok(_) => self.fork_at = None,
-                    Err(_) => self.fork_at = Some(target),
-                }
-                self.say(
-                    json!({"event": "undo", "ok": true, "checkpoint_id": target}),
-                    || format!("undone: back to checkpoint {target}"),
-                );
-                self.show_workflow(workflow_of(&state.values));
-                self.deploy(When::Changed).await;
-            }
-            Ok(None) => eprintln!("error: checkpoint {target} not found"),
-            Err(e) => eprintln!("error: {e}"),
-        }
-    }
-}
-
-impl Session<'_> {
-    /// The thread's n8n workflow: the session's, else the one its latest state records.
-    async fn current_n8n_id(&self) -> Option<String> {
-        if let Some(id) = self.n8n.as_ref().and_then(|l| l.id.clone()) {
-            return Some(id);
-        }
-        let state = self.graph.get_state(&self.thread, None).await.ok()??;
-        deployed_id(&state.values).map(str::to_string)
-    }
-}
-
-/// Whether an event is shown to the user: tool progress from anywhere, the text of the root
-/// graph's `agent` or `responder`.
-fn shown(ev: &Event) -> bool {
-    match ev.kind {
-        EventKind::Custom(_) => true,
-        EventKind::Messages(_) => {
-            ev.ns.is_empty() && matches!(ev.node.as_deref(), Some("agent" | "responder"))
-        }
-        _ => false,
-    }
-}
-
-/// The text of the AI messages after the last human message whose ids are not in `streamed`.
-fn unstreamed_answers<'a>(values: &'a Value, streamed: &HashSet<String>) -> Vec<&'a str> {
-    let messages = values
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or_default();
-    let kind = |m: &Value| m.get("type").and_then(Value::as_str) == Some("human");
-    let Some(last_human) = messages.iter().rposition(kind) else {
-        return Vec::new();
-    };
-    messages[last_human + 1..]
-        .iter()
-        .filter(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
-        .filter(|m| {
-            m.get("id")
-                .and_then(Value::as_str)
-                .is_none_or(|id| !streamed.contains(id))
-        })
-        .filter_map(|m| m.get("content").and_then(Value::as_str))
-        .filter(|t| !t.trim().is_empty())
-        .collect()
-}
-
-fn new_thread_id() -> String {
-    let id = uuid::Uuid::new_v4().simple().to_string();
-    format!("t-{}", &id[..12])
-}

@@ -15,6 +15,8 @@ mod builder;
 mod builder_wire;
 mod catalogue;
 mod chat;
+mod chat_piped;
+mod chat_tty;
 mod cli;
 mod demo_session;
 mod eval;
