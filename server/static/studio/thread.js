@@ -214,10 +214,16 @@
         }
         await loadHistory();
         showValues(st.values);
-        if (!st.active && st.interrupts && st.interrupts.length) showInterrupt(st.interrupts);
-        else interrupt.hidden = true;
+        if (!st.active && st.interrupts && st.interrupts.length) {
+          showInterrupt(st.interrupts);
+          for (const i of st.interrupts) Diagram.find(svg, i.ns, i.node)?.classList.add("active", "waiting");
+        } else interrupt.hidden = true;
       } catch (e) {
-        if (e.status !== 404) S.showError(e.message);
+        if (e.status !== 404) return S.showError(e.message);
+        // No checkpoint yet: the thread's graph is known as soon as its first run started.
+        const { threads } = await api("GET", "/threads").catch(() => ({ threads: [] }));
+        const t = threads.find((x) => x.thread_id === thread);
+        if (t && t.graph) await loadGraph(t.graph).catch((e2) => S.showError(e2.message));
       }
     }
 
@@ -238,6 +244,10 @@
       return { name: name || null, type: ch ? ch.type : "json" };
     }
     function showInterrupt(list) {
+      // The same questions again (a state refresh): keep the form and what was typed.
+      const ids = list.map((i) => i.id).join(",");
+      if (!interrupt.hidden && interrupt.dataset.ids === ids) return;
+      interrupt.dataset.ids = ids;
       const fields = [];
       interrupt.replaceChildren(h("h2", {}, "Waiting for an answer"));
       for (const i of list) {
