@@ -10,7 +10,7 @@
 //! ```
 //!
 //! The server knows no particular application: [`ServerConfig::registry`] says which tools
-//! and kinds graphs may use, [`ServerConfig::pages`] adds pages (such as a chat page at `/`),
+//! and kinds graphs may use, [`ServerConfig::pages`] adds pages (such as a chat page; [`ServerConfig::studio`] the studio at `/`),
 //! [`ServerConfig::routes`] adds endpoints (such as deploying a thread's result somewhere;
 //! [`ServerState::thread_graph`] and [`ServerState::hold_thread`] are what they build on).
 //!

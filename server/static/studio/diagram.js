@@ -169,7 +169,11 @@
         const x1 = a.x + a.w / 2, y1 = a.y + a.h, x2 = b.x + b.w / 2, y2 = b.y;
         const my = (y1 + y2) / 2;
         d = `M${x1},${y1} C${x1},${my} ${x2},${my} ${x2},${y2}`;
-        lx = (x1 + x2) / 2; ly = my;
+        // The label near the target (at t = 0.7 on the curve), so labels of one node's
+        // several routes spread out.
+        const t = 0.7, u = 1 - t;
+        lx = u * u * u * x1 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t * t * t * x2;
+        ly = u * u * u * y1 + 3 * u * u * t * my + 3 * u * t * t * my + t * t * t * y2;
       }
       svg("path", { d, class: "edge kind-" + ed.kind, "marker-end": "url(#arrow)",
         "data-from": ed.from, "data-to": ed.to }, edges);

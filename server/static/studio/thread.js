@@ -204,15 +204,20 @@
       }
     }
 
+    // Refreshes overlap (a slow one started before the run ended): only the newest applies.
+    let refreshGen = 0;
     async function refresh() {
+      const gen = ++refreshGen;
       try {
         const st = await api("GET", base + "/state");
         await loadGraph(st.graph);
+        if (gen !== refreshGen) return;
         if (st.active) setStatus("running");
         else if (document.body.dataset.status === "idle" || document.body.dataset.status === "running") {
           setStatus(st.interrupts && st.interrupts.length ? "interrupted" : "done");
         }
         await loadHistory();
+        if (gen !== refreshGen) return;
         showValues(st.values);
         if (!st.active && st.interrupts && st.interrupts.length) {
           showInterrupt(st.interrupts);
