@@ -481,3 +481,46 @@ async fn studio_draws_the_builders_workflow_as_a_canvas() {
     b.quit().await;
     let _ = stop.send(());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn studio_highlights_a_running_node_inside_its_subgraph() {
+    let Some((_root, base, stop, b)) = setup(slow_registry(Duration::from_millis(300))).await
+    else {
+        return;
+    };
+    start_from_graph_page(
+        &b,
+        &base,
+        "workflow-builder/multi-agent",
+        "ma-1",
+        &[("messages", PROMPT)],
+    )
+    .await;
+    // A subgraph's node, found from the event's namespace inside its parent's box, both lit.
+    let lit = b
+        .wait_for(
+            "a node inside a subgraph highlighted",
+            "document.body.dataset.status === 'running' && Array.from(document.querySelectorAll('#diagram .dcluster.active .dnode.active')).map(n => n.dataset.path + ' > ' + n.dataset.name)[0]",
+        )
+        .await;
+    let lit = lit.as_str().expect("text").to_string();
+    let sub = lit.split(" > ").next().unwrap_or("");
+    assert!(
+        ["discovery", "builder", "configurator"].contains(&sub),
+        "{lit}"
+    );
+    screenshot(&b, "thread-live-subgraph").await;
+    b.wait_for(
+        "the build to end",
+        "document.body.dataset.status === 'done'",
+    )
+    .await;
+    assert_eq!(
+        b.js("return document.querySelectorAll('#diagram .active').length")
+            .await,
+        json!(0),
+        "nothing stays lit after the run"
+    );
+    b.quit().await;
+    let _ = stop.send(());
+}
