@@ -581,6 +581,39 @@ async fn chat_page_answers_interrupts_and_shows_errors() {
         .expect("json");
     assert_eq!(state["values"]["outcome"], "deleted", "{state}");
     assert_eq!(state["values"]["approved"], true, "{state}");
+
+    // approval.ag writes the answer to a string channel: Approve sends "yes" there.
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/examples/approval.ag");
+    std::fs::copy(shipped, root.path().join("graphs/approval.ag")).expect("copy approval.ag");
+    // (Started through the API: the page only sends messages, which approval.ag does not take.)
+    let started = reqwest::Client::new()
+        .post(format!("{base}/threads/hitl-2/runs"))
+        .json(&json!({"graph": "approval", "input": {"draft": "Hello"}}))
+        .send()
+        .await
+        .expect("start");
+    assert_eq!(started.status().as_u16(), 202);
+    b.goto(&format!("{base}/chat?thread=hitl-2&graph=approval"))
+        .await;
+    b.wait_for(
+        "the interrupt",
+        "!document.getElementById('interrupt').hidden && document.body.dataset.status === 'interrupted'",
+    )
+    .await;
+    b.click("#approve").await;
+    b.wait_for(
+        "the approved run to end",
+        "document.body.dataset.status === 'done'",
+    )
+    .await;
+    let state: Value = reqwest::get(format!("{base}/threads/hitl-2/state"))
+        .await
+        .expect("state")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(state["values"]["decision"], "yes", "{state}");
+    assert_eq!(state["values"]["published"], true, "{state}");
     b.quit().await;
     let _ = stop.send(());
 }
