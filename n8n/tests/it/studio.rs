@@ -478,6 +478,22 @@ async fn studio_draws_the_builders_workflow_as_a_canvas() {
     b.js("document.getElementById('workflow-canvas').scrollIntoView()")
         .await;
     screenshot(&b, "builder-canvas").await;
+
+    // A later turn: only what it added or changed is highlighted.
+    let marks = b
+        .js("const wf = {nodes: [{name: 'A', type: 't', position: [0, 0], parameters: {x: 1}}, {name: 'B', type: 't', position: [200, 0]}, {name: 'M', type: '@n8n/n8n-nodes-langchain.lmChatOpenAi', position: [200, 200]}], connections: {A: {main: [[{node: 'B', type: 'main', index: 0}]]}, M: {ai_languageModel: [[{node: 'B', type: 'ai_languageModel', index: 0}]]}}};
+             const prev = {nodes: [{name: 'A', type: 't', position: [0, 0], parameters: {x: 0}}, {name: 'B', type: 't', position: [200, 0]}], connections: {A: {main: [[{node: 'B', type: 'main', index: 0}]]}}};
+             const c = Canvas.render(wf, prev);
+             return [Array.from(c.querySelectorAll('.wf-node')).map(n => n.dataset.name + ':' + (n.dataset.change || '')),
+                     Array.from(c.querySelectorAll('.link')).map(l => l.dataset.type + ':' + (l.dataset.change || ''))];")
+        .await;
+    assert_eq!(
+        marks,
+        json!([
+            ["A:changed", "B:", "M:added"],
+            ["main:", "ai_languageModel:added"]
+        ])
+    );
     b.quit().await;
     let _ = stop.send(());
 }

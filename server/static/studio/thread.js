@@ -98,10 +98,13 @@
       const d = ev.data || {};
       const root = !ev.ns || ev.ns.length === 0;
       const where = (ev.ns || []).map((s) => s.split(":")[0]).concat(ev.node ? [ev.node] : []).join(" › ");
+      const body = events.closest(".tab-body");
+      const atEnd = body && body.scrollTop + body.clientHeight >= body.scrollHeight - 30;
       events.append(h("li", { class: "ev mode-" + ev.mode, dataset: { seq: String(seq), mode: ev.mode } },
         h("span", { class: "seq" }, String(seq)), h("span", { class: "mode" }, ev.mode),
         h("span", { class: "node" }, where), h("span", { class: "sum" }, summary(ev))));
       if (events.children.length > 2000) events.firstChild.remove();
+      if (atEnd && !tabs.events.pane.hidden) body.scrollTop = body.scrollHeight;
       switch (ev.mode) {
         case "run": return runEvent(d);
         case "debug":
@@ -135,6 +138,8 @@
     function runEvent(d) {
       if (d.status === "started") {
         setStatus("running");
+        // The workflow before this turn is read again from the history (its newest input
+        // checkpoint) once the run wrote its first checkpoint.
         previousWorkflow = undefined;
         interrupt.hidden = true;
         if (svg) Diagram.clear(svg);
@@ -183,8 +188,10 @@
       if (Array.isArray(content)) return content.map((p) => (p && typeof p.text === "string" ? p.text : "")).join("");
       return "";
     }
+    let lastValues = null;
     function showValues(values) {
       if (!values || typeof values !== "object") return;
+      lastValues = values;
       if (Array.isArray(values.messages)) {
         convo.hidden = false;
         messages.replaceChildren();
@@ -195,12 +202,17 @@
           message(m.type, t);
         }
       }
+      showCanvas(values);
+    }
+    function showCanvas(values) {
       const key = Object.keys(values).find((k) => Canvas.isWorkflow(values[k]));
       if (key) {
         canvas.hidden = false;
+        const open = canvas.querySelector("details.wf-json")?.open;
         canvas.replaceChildren(h("h2", {}, "Workflow ", h("code", {}, key),
           h("span", { class: "muted" }, " (highlighted: added or changed in the last turn)")),
           Canvas.render(values[key], previousWorkflow === undefined ? undefined : (previousWorkflow && previousWorkflow[key]) || { nodes: [], connections: {} }));
+        if (open) canvas.querySelector("details.wf-json").open = true;
       }
     }
 
@@ -248,6 +260,12 @@
       const ch = name && (i.ns || []).length === 0 && (info.channels || []).find((c) => c.name === name);
       return { name: name || null, type: ch ? ch.type : "json" };
     }
+    // An interrupt's payload: an object as a table of its fields, anything else as it is.
+    function payload(v) {
+      if (!v || typeof v !== "object" || Array.isArray(v)) return S.show(v);
+      return h("table", { class: "payload" }, Object.entries(v).map(([k, x]) =>
+        h("tr", {}, h("th", {}, k), h("td", {}, S.show(x)))));
+    }
     function showInterrupt(list) {
       // The same questions again (a state refresh): keep the form and what was typed.
       const ids = list.map((i) => i.id).join(",");
@@ -265,7 +283,7 @@
         const rest = question ? Object.fromEntries(Object.entries(v).filter(([k]) => k !== "question")) : v;
         interrupt.append(h("div", { class: "ask", dataset: { node: i.node, channel: ch.name || "", type: ch.type } },
           question ? h("div", { class: "question md" }, Markdown.render(question)) : null,
-          rest !== undefined && !(question && Object.keys(rest).length === 0) ? S.show(rest) : null,
+          rest !== undefined && !(question && Object.keys(rest).length === 0) ? payload(rest) : null,
           h("label", {}, h("span", {}, "answer", ch.name ? " → " : "", ch.name ? h("code", {}, ch.name) : "", " ", h("code", {}, ch.type)), f.el)));
         fields.push([i, f]);
       }
@@ -304,6 +322,7 @@
       if (latestInput && previousWorkflow === undefined && info) {
         const st = await api("GET", `${base}/state?checkpoint_id=${enc(latestInput.checkpoint_id)}`).catch(() => null);
         previousWorkflow = st ? st.values : null;
+        if (lastValues) showCanvas(lastValues);
       } else if (!latestInput) previousWorkflow = null;
       historyBox.replaceChildren(h("ul", { class: "tree" }, roots.map((r) => chain(r, children))));
       historyBox.dataset.count = String(entries.length);
