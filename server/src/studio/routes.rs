@@ -70,6 +70,19 @@ pub(crate) fn graph_files(root: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Reads `path` if it is a `.ag` file under `root` (its real path); refuses anything else.
+fn confined_read(root: &Path, path: &Path) -> std::io::Result<String> {
+    let real = std::fs::canonicalize(path)?;
+    if real.starts_with(root) && real.extension().is_some_and(|e| e == "ag") {
+        std::fs::read_to_string(real)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            "only graph files of the graphs folder are read for a diagram",
+        ))
+    }
+}
+
 /// The graph name of a relative `.ag` path: the path without `.ag`, `/`-separated.
 fn name_of(rel: &Path) -> String {
     let parts: Vec<String> = rel
@@ -103,9 +116,12 @@ async fn diagram(
     // Only `.ag` files under the graphs folder (the resolver's rule).
     let path = graphs.resolve(&name)?;
     let name = graphs.display_name(&path);
-    let file = path.clone();
+    let (file, root) = (path.clone(), graphs.root().to_path_buf());
     let drawn = tokio::task::spawn_blocking(move || {
-        let project = agentgraph_dsl::Project::load(&file).map_err(|e| e.to_string())?;
+        let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+        // The diagram reads `use`d and subgraph files only when they are graphs of the folder.
+        let read = |p: &Path| confined_read(&root, p);
+        let project = agentgraph_dsl::Project::from_source_with(&file, text, &read);
         agentgraph_dsl::viz::structure(&project)
     })
     .await
@@ -174,5 +190,10 @@ mod tests {
         let root = std::fs::canonicalize(&root).expect("canonical");
         let names: Vec<String> = graph_files(&root).iter().map(|p| name_of(p)).collect();
         assert_eq!(names, ["a", "sub/deeper/b"]);
+        assert!(confined_read(&root, &root.join("a.ag")).is_ok());
+        assert!(confined_read(&root, &root.join("notes.md")).is_err());
+        assert!(confined_read(&root, &dir.path().join("outside.ag")).is_err());
+        #[cfg(unix)]
+        assert!(confined_read(&root, &root.join("link.ag")).is_err());
     }
 }

@@ -221,3 +221,30 @@ async fn fork_continues_from_an_older_checkpoint_on_a_branch() {
     assert_eq!((status, error_code(&v)), (404, "THREAD_NOT_FOUND"), "{v}");
     s.stop().await;
 }
+
+#[tokio::test]
+async fn a_diagram_reads_no_file_outside_the_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graphs = dir.path().join("graphs");
+    std::fs::create_dir_all(&graphs).expect("mkdir");
+    std::fs::write(
+        dir.path().join("secret.ag"),
+        "graph secret {\n  state {\n    n: int = 0\n  }\n  node hidden_step {\n    set { n: 1 }\n  }\n  START -> hidden_step -> END\n}\n",
+    )
+    .expect("write");
+    std::fs::write(
+        graphs.join("outer.ag"),
+        "graph outer {\n  state {\n    n: int = 0\n  }\n  node inner: subgraph \"../secret.ag\"\n  START -> inner -> END\n}\n",
+    )
+    .expect("write");
+    let s = Server::start(ServerConfig::new(&graphs, "unused").storage(Storage::Memory)).await;
+    let (status, v) = s.get("/studio/graphs/outer").await;
+    assert_eq!(status, 200, "{v}");
+    let text = v["diagram"].to_string();
+    assert!(text.contains("inner"), "{text}");
+    assert!(
+        !text.contains("hidden_step"),
+        "the outside file was read: {text}"
+    );
+    s.stop().await;
+}
