@@ -310,6 +310,25 @@ async fn studio_answers_interrupts_with_typed_forms_forks_and_diffs() {
     );
     screenshot(&b, "history-tree").await;
 
+    // Re-run: the last turn again from its input, one more branch (at the input checkpoint).
+    let events_before = b
+        .js("return document.querySelectorAll('#events li').length")
+        .await;
+    b.click("#rerun").await;
+    b.wait_for(
+        "the re-run's interrupt",
+        &format!(
+            "document.querySelectorAll('#events li').length > {events_before} && document.body.dataset.status === 'interrupted'"
+        ),
+    )
+    .await;
+    b.click("#tab-history").await;
+    b.wait_for(
+        "a second fork",
+        "document.querySelectorAll('#history li.cp.forked').length === 2",
+    )
+    .await;
+
     // A bool channel gets a checkbox.
     start_from_graph_page(&b, &base, "confirm", "confirm-1", &[]).await;
     b.wait_for(
