@@ -559,3 +559,65 @@ async fn studio_highlights_a_running_node_inside_its_subgraph() {
     b.quit().await;
     let _ = stop.send(());
 }
+
+/// With API keys on, the studio loads without one, its JSON calls are refused until the key is
+/// typed into its field, then go through (the event stream too) as that principal.
+#[tokio::test(flavor = "multi_thread")]
+async fn studio_sends_its_api_key_when_the_server_needs_one() {
+    let Some(found) = agentgraph_test_support::require_browser() else {
+        return;
+    };
+    let root = tempfile::tempdir().expect("tempdir");
+    let keys = agentgraph_server::auth::KeyStore::in_dir(&root.path().join("db"));
+    let (_, key) = keys.create("studio", None, None, vec![]).expect("key");
+    let (base, stop) = start_server(root.path(), builder_registry()).await;
+    let b = Browser::start(&found.chromedriver, &found.chromium).await;
+    b.goto(&format!("{base}/")).await;
+    let error = b
+        .wait_for(
+            "the list refused",
+            "document.getElementById('error').textContent",
+        )
+        .await;
+    assert!(error.as_str().unwrap_or("").starts_with("401"), "{error}");
+    b.js(&format!(
+        "const k = document.getElementById('apikey'); k.value = '{key}'; \
+         k.dispatchEvent(new Event('change'));"
+    ))
+    .await;
+    b.wait_for("the graphs", "document.querySelector('#graphs .card svg')")
+        .await;
+    start_from_graph_page(
+        &b,
+        &base,
+        "examples/approval",
+        "keyed-1",
+        &[("draft", "Hi")],
+    )
+    .await;
+    b.wait_for(
+        "the interrupt over the keyed stream",
+        "document.body.dataset.connected && document.body.dataset.status === 'interrupted' && document.getElementById('answer-0')",
+    )
+    .await;
+    let http = reqwest::Client::new();
+    let st = http
+        .get(format!("{base}/threads/keyed-1/state"))
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(st.status().as_u16(), 401);
+    let st = http
+        .get(format!("{base}/threads/keyed-1/state"))
+        .bearer_auth(&key)
+        .send()
+        .await
+        .expect("get");
+    assert_eq!(
+        st.status().as_u16(),
+        200,
+        "the run belongs to the key's principal"
+    );
+    b.quit().await;
+    let _ = stop.send(());
+}
