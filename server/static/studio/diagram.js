@@ -149,6 +149,10 @@
         drawNode(group, e, path);
       }
     }
+    // A node with many labelled routes: their conditions only on hover, not written over
+    // each other.
+    const labelled = new Map();
+    for (const ed of lay.edges) if (ed.label && ed.kind !== "wait") labelled.set(ed.from, (labelled.get(ed.from) || 0) + 1);
     for (const ed of lay.edges) {
       const a = lay.items.get(ed.from), b = lay.items.get(ed.to);
       if (!a || !b) continue;
@@ -175,9 +179,10 @@
         lx = u * u * u * x1 + 3 * u * u * t * x1 + 3 * u * t * t * x2 + t * t * t * x2;
         ly = u * u * u * y1 + 3 * u * u * t * my + 3 * u * t * t * my + t * t * t * y2;
       }
-      svg("path", { d, class: "edge kind-" + ed.kind, "marker-end": "url(#arrow)",
+      const path = svg("path", { d, class: "edge kind-" + ed.kind, "marker-end": "url(#arrow)",
         "data-from": ed.from, "data-to": ed.to }, edges);
-      if (ed.label && ed.kind !== "wait") {
+      if (ed.label) svg("title", {}, path).textContent = ed.label;
+      if (ed.label && ed.kind !== "wait" && labelled.get(ed.from) <= 3) {
         const t = svg("text", { x: anchor === "end" ? lx : lx + 4, y: ly, class: "elabel", "text-anchor": anchor }, edges);
         t.textContent = ed.label.length > 28 ? ed.label.slice(0, 27) + "…" : ed.label;
         const tip = svg("title", {}, t);
