@@ -478,12 +478,13 @@ async fn serve(
     n8n: Option<Option<String>>,
     auth: serve_auth::AuthOpts,
 ) -> u8 {
-    // The builder's chat page at `/`.
+    // The studio at `/`, the builder's chat page at `/chat`.
     let mut config = agentgraph_server::ServerConfig::new(graphs, ctx.db.clone())
         .addr(addr)
         .registry(ctx.registry.clone())
+        .studio()
         .page(agentgraph_server::Page::html(
-            "/",
+            "/chat",
             agentgraph_n8n::CHAT_PAGE,
         ));
     if let Some(url) = n8n {

@@ -1,4 +1,5 @@
-//! Diagrams of graphs: Mermaid and DOT (`agentgraph viz G [--format mermaid|dot]`).
+//! Diagrams of graphs: Mermaid, DOT and JSON (`agentgraph viz G [--format mermaid|dot|json]`;
+//! the JSON is the structure the server's studio draws, see [`json`]).
 //!
 //! The diagram is built from the syntax tree rather than the compiled graph, because the tree
 //! has what a reader needs and the runtime does not keep: the condition text of each route arm,
@@ -35,6 +36,8 @@ pub enum Format {
     Mermaid,
     /// Graphviz DOT (`dot -Tsvg`).
     Dot,
+    /// The diagram's structure as JSON, for programs that lay it out themselves ([`json`]).
+    Json,
 }
 
 impl std::str::FromStr for Format {
@@ -43,8 +46,9 @@ impl std::str::FromStr for Format {
         match s.to_ascii_lowercase().as_str() {
             "mermaid" | "mmd" => Ok(Format::Mermaid),
             "dot" | "graphviz" | "gv" => Ok(Format::Dot),
+            "json" => Ok(Format::Json),
             other => Err(format!(
-                "unknown diagram format `{other}`: expected `mermaid` or `dot`"
+                "unknown diagram format `{other}`: expected `mermaid`, `dot` or `json`"
             )),
         }
     }
@@ -55,6 +59,7 @@ impl std::fmt::Display for Format {
         f.write_str(match self {
             Format::Mermaid => "mermaid",
             Format::Dot => "dot",
+            Format::Json => "json",
         })
     }
 }
@@ -64,6 +69,22 @@ impl std::fmt::Display for Format {
 /// Errors when the root file is missing, did not parse, or declares no graph. A subgraph whose
 /// file is missing, unparsed or part of a cycle is drawn as a plain node marked `unresolved`.
 pub fn render(project: &Project, format: Format) -> Result<String, String> {
+    let (name, block) = build(project)?;
+    Ok(match format {
+        Format::Mermaid => mermaid(&name, &block),
+        Format::Dot => dot(&name, &block),
+        Format::Json => json::to_value(&name, &block).to_string(),
+    })
+}
+
+/// The project's root graph as the JSON structure [`json`] describes.
+pub fn structure(project: &Project) -> Result<serde_json::Value, String> {
+    let (name, block) = build(project)?;
+    Ok(json::to_value(&name, &block))
+}
+
+/// The root graph's name and its block, subgraphs nested.
+fn build(project: &Project) -> Result<(String, Block), String> {
     let src = project
         .root_source()
         .ok_or_else(|| format!("{} was not loaded", project.root.display()))?;
@@ -82,15 +103,14 @@ pub fn render(project: &Project, format: Format) -> Result<String, String> {
     };
     b.stack.push(src.path.clone());
     let block = b.graph(src, g, String::new());
-    Ok(match format {
-        Format::Mermaid => mermaid(&g.name.name, &block),
-        Format::Dot => dot(&g.name.name, &block),
-    })
+    Ok((g.name.name.clone(), block))
 }
 
 /// Words Mermaid reads as syntax; never used as ids.
 const RESERVED: &str =
     "end graph subgraph flowchart style class classDef click linkStyle direction default call href";
+
+pub mod json;
 
 #[derive(Clone, Copy, PartialEq)]
 enum Shape {
@@ -139,6 +159,8 @@ struct Block {
     items: Vec<Item>,
     edges: Vec<VEdge>,
     ends: (String, String),
+    /// The channel each `interrupt`-kind node writes the answer to, by node id.
+    writes: BTreeMap<String, String>,
 }
 
 impl Block {
@@ -246,6 +268,13 @@ impl<'p> Builder<'p> {
                 Some(NodeKind::Named(k)) => {
                     lines.push(format!("({})", k.name));
                     if k.name == "interrupt" {
+                        if let Some(Expr {
+                            kind: ExprKind::Name { name },
+                            ..
+                        }) = n.value("write")
+                        {
+                            sc.block.writes.insert(id.clone(), name.name.clone());
+                        }
                         Shape::Hexagon
                     } else {
                         Shape::Plain

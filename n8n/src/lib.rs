@@ -8,7 +8,7 @@
 //! - [`catalogue`]: that order ([`CatalogueSource::resolve`]), and storing real catalogues in
 //!   the data folder ([`catalogue::fetch`] from npm, [`catalogue::instance`] from an n8n);
 //! - [`builder_graph`]: the shipped builder graphs (`single`, `multi`);
-//! - [`CHAT_PAGE`]: the builder's chat page, which the server serves at `/`;
+//! - [`CHAT_PAGE`]: the builder's chat page, which `agentgraph serve` serves at `/chat`;
 //! - [`validate_file`]: the `agentgraph validate` command's checks;
 //! - [`client`]: a client for a running n8n (public API v1, and the node types);
 //! - [`execute`]: running a workflow in n8n through a temporary webhook copy;
@@ -41,5 +41,5 @@ pub use catalogue::{
 pub use registry::{FallbackHook, N8n, RegistryFactory};
 pub use validate::{validate_file, ValidateError, Validation};
 
-/// The builder's chat page (static HTML and JS, no build step), served at `/`.
+/// The builder's chat page (static HTML and JS, no build step), served at `/chat`.
 pub const CHAT_PAGE: &str = include_str!("../static/index.html");

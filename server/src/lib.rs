@@ -10,7 +10,7 @@
 //! ```
 //!
 //! The server knows no particular application: [`ServerConfig::registry`] says which tools
-//! and kinds graphs may use, [`ServerConfig::pages`] adds pages (such as a chat page at `/`),
+//! and kinds graphs may use, [`ServerConfig::pages`] adds pages (such as a chat page; [`ServerConfig::studio`] the studio at `/`),
 //! [`ServerConfig::routes`] adds endpoints (such as deploying a thread's result somewhere;
 //! [`ServerState::thread_graph`] and [`ServerState::hold_thread`] are what they build on).
 //!
@@ -46,6 +46,11 @@
 //!   shared thread locks, a run on another server is asked to stop (`elsewhere: true`).
 //! - `GET /threads/{id}/state[?graph=]`, `GET /threads/{id}/history?limit=N[&graph=]`,
 //!   `GET /threads` → `{threads: [{thread_id, graph, active}]}`.
+//! - `POST /threads/{id}/fork` `{checkpoint_id, values?, graph?, stream_modes?}` → 202 (as
+//!   runs): continues the thread from an older checkpoint of its history (a branch of it).
+//!   `GET /threads/{id}/state?checkpoint_id=` reads the state at such a checkpoint.
+//! - `GET /studio/graphs` → `{graphs: [{name, path}]}`: every `.ag` file of the graphs folder,
+//!   run or not; `GET /studio/graphs/{name}` → its diagram and channels ([`studio`]).
 //! - `GET /graphs` → `{graphs: [{name, path, version, hash, status: "ok"|"error",
 //!   diagnostics}]}`: the graphs compiled so far and their live-reload state; `GET
 //!   /graphs/{name}` → one of them (404 `GRAPH_NOT_FOUND` if never compiled). When a file a
@@ -80,6 +85,7 @@ mod routes;
 mod run_lease;
 mod run_pickup;
 mod runs;
+pub mod studio;
 mod thread_run;
 mod versions;
 
@@ -260,6 +266,13 @@ impl ServerConfig {
     /// The same configuration also serving `page`.
     pub fn page(mut self, page: Page) -> Self {
         self.pages.push(page);
+        self
+    }
+
+    /// The same configuration also serving the studio ([`studio`]) at `/`, its files under
+    /// `/studio/`.
+    pub fn studio(mut self) -> Self {
+        self.pages.extend(studio::pages());
         self
     }
 

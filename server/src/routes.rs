@@ -37,7 +37,9 @@ pub fn router(state: ServerState) -> Router {
             get(move || async move { ([(axum::http::header::CONTENT_TYPE, content_type)], body) }),
         );
     }
-    app.route("/graphs", get(list_graphs))
+    app.merge(crate::studio::routes::routes())
+        .merge(crate::studio::fork::routes())
+        .route("/graphs", get(list_graphs))
         .route("/graphs/{*name}", get(graph_status))
         .route("/threads", get(list_threads))
         .route("/threads/{id}/runs", post(start_run))
@@ -86,7 +88,7 @@ fn cors(origins: &[String]) -> tower_http::cors::CorsLayer {
 }
 
 /// A run's slot under the caller's limits (none without authentication).
-fn run_permit(state: &ServerState, caller: &Caller) -> ApiResult<Option<Permit>> {
+pub(crate) fn run_permit(state: &ServerState, caller: &Caller) -> ApiResult<Option<Permit>> {
     match caller.principal() {
         Some(p) => Ok(Some(state.inner.auth.limiter.start_run(&p.namespace())?)),
         None => Ok(None),
@@ -95,7 +97,7 @@ fn run_permit(state: &ServerState, caller: &Caller) -> ApiResult<Option<Permit>>
 
 /// Confines the memory session a run names (`config.session_id`, else the thread id) to the
 /// caller's namespace, so nobody can name another principal's conversation.
-fn confine_session(caller: &Caller, thread: &str, config: &mut RunConfig) {
+pub(crate) fn confine_session(caller: &Caller, thread: &str, config: &mut RunConfig) {
     if let Some(p) = caller.principal() {
         let session = config
             .configurable
@@ -109,7 +111,7 @@ fn confine_session(caller: &Caller, thread: &str, config: &mut RunConfig) {
     }
 }
 
-type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
 
 /// Thread ids: 1 to 128 characters among letters, digits and `_ . : -`.
 pub(crate) fn check_thread(id: &str) -> ApiResult<()> {
@@ -124,7 +126,7 @@ pub(crate) fn check_thread(id: &str) -> ApiResult<()> {
 }
 
 /// The body, or a JSON error: 413 when too large, 415 without a JSON content type, else 400.
-fn body<T>(b: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
+pub(crate) fn body<T>(b: Result<Json<T>, JsonRejection>) -> ApiResult<T> {
     match b {
         Ok(Json(v)) => Ok(v),
         Err(r) => {
@@ -148,7 +150,7 @@ fn query<T>(q: Result<Query<T>, QueryRejection>) -> ApiResult<T> {
 
 /// A run error as HTTP, by its kind: the caller's fault 400, another graph's thread 409,
 /// anything else 500.
-fn run_error(e: RunError) -> ApiError {
+pub(crate) fn run_error(e: RunError) -> ApiError {
     match e.kind() {
         RunErrorKind::Caller => ApiError::bad_request("BAD_INPUT", e.to_string()),
         RunErrorKind::Conflict => ApiError::conflict(
@@ -162,7 +164,7 @@ fn run_error(e: RunError) -> ApiError {
     }
 }
 
-fn open_error(e: OpenError) -> ApiError {
+pub(crate) fn open_error(e: OpenError) -> ApiError {
     match e {
         OpenError::Input(e) => ApiError::bad_request("BAD_INPUT", e.to_string()),
         OpenError::Run(e) => run_error(e),
@@ -209,7 +211,7 @@ struct ResumeRequest {
     stream_modes: Option<Vec<String>>,
 }
 
-fn modes(list: Option<Vec<String>>) -> ApiResult<Modes> {
+pub(crate) fn modes(list: Option<Vec<String>>) -> ApiResult<Modes> {
     match list {
         None => Ok(Modes::of(&[Mode::Updates, Mode::Custom, Mode::Messages])),
         Some(list) => {
@@ -307,7 +309,7 @@ async fn resume(
 }
 
 /// Starts an opened run; answers 202 `{run_id, thread_id, graph, graph_version}`.
-async fn start(
+pub(crate) async fn start(
     state: &ServerState,
     thread: &str,
     graph_name: &str,
@@ -396,6 +398,8 @@ async fn events(
 #[derive(Deserialize)]
 struct StateQuery {
     graph: Option<String>,
+    /// An older checkpoint of the thread (from its history); default the newest.
+    checkpoint_id: Option<String>,
 }
 
 async fn thread_state(
@@ -410,16 +414,23 @@ async fn thread_state(
     // values are those the last run ended with (read after, a run could end in between and
     // leave a mid-run state marked inactive).
     let active = state.runs().contains_key(&thread);
-    let snap = graph
-        .get_state(&thread, None)
-        .await
-        .map_err(run_error)?
-        .ok_or_else(|| {
-            ApiError::not_found(
-                "THREAD_NOT_FOUND",
-                format!("thread {thread} has no checkpoint"),
-            )
-        })?;
+    let at = match q.checkpoint_id.as_deref() {
+        Some(id) => Some(
+            id.parse()
+                .map_err(|e| ApiError::bad_request("BAD_CHECKPOINT_ID", format!("`{id}`: {e}")))?,
+        ),
+        None => None,
+    };
+    let snap = match graph.get_state(&thread, at).await {
+        Err(RunError::CheckpointNotFound { .. }) => None,
+        other => other.map_err(run_error)?,
+    }
+    .ok_or_else(|| {
+        ApiError::not_found(
+            "THREAD_NOT_FOUND",
+            format!("thread {thread} has no checkpoint"),
+        )
+    })?;
     let mut v = serde_json::to_value(&snap).map_err(|e| ApiError::internal(e.to_string()))?;
     if let Some(o) = v.as_object_mut() {
         o.insert("thread_id".into(), json!(thread));

@@ -158,10 +158,16 @@ async fn serve_with_a_key_needs_it_and_still_serves_its_page() {
         401
     );
     assert_eq!(st(get("/threads", Some(&key)).await.expect("get")), 200);
-    let page = get("/", None).await.expect("page");
-    assert_eq!(page.status().as_u16(), 200);
-    let html = page.text().await.expect("html");
-    assert!(html.contains("Authorization"), "the page sends the key");
+    // The studio (at `/`, its script under `/studio/`) and the chat page load without a key,
+    // and their scripts send one.
+    let body = |path: &'static str| async move {
+        let page = get(path, None).await.expect("page");
+        assert_eq!(page.status().as_u16(), 200, "{path}");
+        page.text().await.expect("text")
+    };
+    assert!(body("/").await.contains("/studio/app.js"));
+    assert!(body("/studio/app.js").await.contains("Authorization"));
+    assert!(body("/chat").await.contains("Authorization"));
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -1,4 +1,4 @@
-//! The chat page at `/` in headless Chromium, driven over chromedriver's W3C WebDriver HTTP
+//! The builder's chat page (at `/chat`, as `agentgraph serve` serves it) in headless Chromium, driven over chromedriver's W3C WebDriver HTTP
 //! API (plain reqwest, no WebDriver crate), against the single-agent builder with the scripted
 //! model: a prompt builds the "Weekly Email Summary" workflow with live tool progress, and a
 //! reload mid-run replays the missed events so every progress event shows exactly once.
@@ -35,7 +35,7 @@ fn copy_dir(from: &Path, to: &Path) {
 }
 
 /// A temp graphs folder with the builder graphs, their prompts and the demo scripts.
-fn builder_graphs(root: &Path) -> PathBuf {
+pub(crate) fn builder_graphs(root: &Path) -> PathBuf {
     let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../graphs/workflow-builder");
     let dst = root.join("graphs/workflow-builder");
     std::fs::create_dir_all(&dst).expect("mkdir");
@@ -67,13 +67,13 @@ impl NodeFactory for Slow {
 }
 
 /// The builder's registry over the built-in catalogue.
-fn builder_registry() -> RegistryFactory {
+pub(crate) fn builder_registry() -> RegistryFactory {
     N8n::new(CatalogueSource::Builtin).registry_factory()
 }
 
 /// The builder's registry, where `apply_operations` (after every tool batch of the builder)
 /// waits `delay` first: the scripted run takes long enough to reload the page in the middle.
-fn slow_registry(delay: Duration) -> RegistryFactory {
+pub(crate) fn slow_registry(delay: Duration) -> RegistryFactory {
     let base = builder_registry();
     Arc::new(move || {
         let mut reg = base();
@@ -95,7 +95,7 @@ async fn start_server(
     std::env::set_var("AGENTGRAPH_PROVIDER", "scripted");
     let mut config = ServerConfig::new(builder_graphs(root), root.join("db"))
         .registry(registry.unwrap_or_else(builder_registry))
-        .page(Page::html("/", CHAT_PAGE));
+        .page(Page::html("/chat", CHAT_PAGE));
     config.events_per_thread = 10_000;
     let state = ServerState::new(&config).expect("state");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -110,7 +110,7 @@ async fn start_server(
 }
 
 /// A chromedriver process and one headless browser session; both end on drop.
-struct Browser {
+pub(crate) struct Browser {
     http: reqwest::Client,
     driver: Child,
     url: String,
@@ -125,7 +125,7 @@ impl Drop for Browser {
 }
 
 impl Browser {
-    async fn start(driver: &Path, chrome: &Path) -> Browser {
+    pub(crate) async fn start(driver: &Path, chrome: &Path) -> Browser {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .expect("free port")
             .local_addr()
@@ -169,7 +169,12 @@ impl Browser {
     }
 
     /// One WebDriver command; panics with the driver's error.
-    async fn cmd(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
+    pub(crate) async fn cmd(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Value {
         let url = if self.session.is_empty() {
             format!("{}/{path}", self.url)
         } else {
@@ -191,17 +196,17 @@ impl Browser {
         v["value"].clone()
     }
 
-    async fn goto(&self, url: &str) {
+    pub(crate) async fn goto(&self, url: &str) {
         self.cmd(reqwest::Method::POST, "url", Some(json!({ "url": url })))
             .await;
     }
 
-    async fn refresh(&self) {
+    pub(crate) async fn refresh(&self) {
         self.cmd(reqwest::Method::POST, "refresh", Some(json!({})))
             .await;
     }
 
-    async fn js(&self, script: &str) -> Value {
+    pub(crate) async fn js(&self, script: &str) -> Value {
         self.cmd(
             reqwest::Method::POST,
             "execute/sync",
@@ -210,7 +215,7 @@ impl Browser {
         .await
     }
 
-    async fn element(&self, css: &str) -> String {
+    pub(crate) async fn element(&self, css: &str) -> String {
         let v = self
             .cmd(
                 reqwest::Method::POST,
@@ -224,7 +229,7 @@ impl Browser {
             .to_string()
     }
 
-    async fn type_into(&self, css: &str, text: &str) {
+    pub(crate) async fn type_into(&self, css: &str, text: &str) {
         let el = self.element(css).await;
         self.cmd(
             reqwest::Method::POST,
@@ -234,7 +239,7 @@ impl Browser {
         .await;
     }
 
-    async fn click(&self, css: &str) {
+    pub(crate) async fn click(&self, css: &str) {
         let el = self.element(css).await;
         self.cmd(
             reqwest::Method::POST,
@@ -245,7 +250,7 @@ impl Browser {
     }
 
     /// Polls `script` (a JS expression) until it is truthy; returns its value.
-    async fn wait_for(&self, what: &str, script: &str) -> Value {
+    pub(crate) async fn wait_for(&self, what: &str, script: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
             let v = self.js(&format!("return ({script});")).await;
@@ -265,7 +270,7 @@ impl Browser {
         }
     }
 
-    async fn quit(self) {
+    pub(crate) async fn quit(self) {
         self.cmd(reqwest::Method::DELETE, "", None).await;
     }
 }
@@ -336,7 +341,7 @@ async fn chat_page_builds_the_workflow_with_live_tool_progress() {
         return;
     };
     let started = Instant::now();
-    let page = reqwest::get(format!("{base}/")).await.expect("get /");
+    let page = reqwest::get(format!("{base}/chat")).await.expect("get /");
     assert_eq!(page.status().as_u16(), 200);
     let ctype = page.headers()["content-type"]
         .to_str()
@@ -344,7 +349,7 @@ async fn chat_page_builds_the_workflow_with_live_tool_progress() {
         .to_string();
     assert!(ctype.starts_with("text/html"), "{ctype}");
 
-    b.goto(&format!("{base}/")).await;
+    b.goto(&format!("{base}/chat")).await;
     let thread = b
         .wait_for("a thread id", "document.getElementById('thread').value")
         .await;
@@ -418,7 +423,7 @@ async fn chat_page_reload_mid_run_replays_every_event_once() {
     };
     let started = Instant::now();
     let thread = "reload-1";
-    b.goto(&format!("{base}/?thread={thread}")).await;
+    b.goto(&format!("{base}/chat?thread={thread}")).await;
     b.wait_for("the event stream", "document.body.dataset.connected")
         .await;
     b.type_into("#msg", PROMPT).await;
@@ -491,7 +496,7 @@ async fn chat_page_reload_mid_run_replays_every_event_once() {
 }
 
 /// A one-question graph for the approve/deny buttons (the builder demo never interrupts).
-const CONFIRM_AG: &str = r#"
+pub(crate) const CONFIRM_AG: &str = r#"
 graph confirm {
   state {
     messages: messages
@@ -523,7 +528,7 @@ async fn chat_page_answers_interrupts_and_shows_errors() {
     let thread = "hitl-1";
 
     // A graph that does not exist: the API error is shown as is.
-    b.goto(&format!("{base}/?thread={thread}&graph=no-such-graph"))
+    b.goto(&format!("{base}/chat?thread={thread}&graph=no-such-graph"))
         .await;
     b.wait_for("the event stream", "document.body.dataset.connected")
         .await;
@@ -535,7 +540,7 @@ async fn chat_page_answers_interrupts_and_shows_errors() {
     assert!(error.as_str().unwrap_or("").contains("404"), "{error}");
 
     // The interrupt's question with approve/deny; approving resumes the run to its end.
-    b.goto(&format!("{base}/?thread={thread}&graph=confirm"))
+    b.goto(&format!("{base}/chat?thread={thread}&graph=confirm"))
         .await;
     b.wait_for("the event stream", "document.body.dataset.connected")
         .await;
@@ -576,6 +581,39 @@ async fn chat_page_answers_interrupts_and_shows_errors() {
         .expect("json");
     assert_eq!(state["values"]["outcome"], "deleted", "{state}");
     assert_eq!(state["values"]["approved"], true, "{state}");
+
+    // approval.ag writes the answer to a string channel: Approve sends "yes" there.
+    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/examples/approval.ag");
+    std::fs::copy(shipped, root.path().join("graphs/approval.ag")).expect("copy approval.ag");
+    // (Started through the API: the page only sends messages, which approval.ag does not take.)
+    let started = reqwest::Client::new()
+        .post(format!("{base}/threads/hitl-2/runs"))
+        .json(&json!({"graph": "approval", "input": {"draft": "Hello"}}))
+        .send()
+        .await
+        .expect("start");
+    assert_eq!(started.status().as_u16(), 202);
+    b.goto(&format!("{base}/chat?thread=hitl-2&graph=approval"))
+        .await;
+    b.wait_for(
+        "the interrupt",
+        "!document.getElementById('interrupt').hidden && document.body.dataset.status === 'interrupted'",
+    )
+    .await;
+    b.click("#approve").await;
+    b.wait_for(
+        "the approved run to end",
+        "document.body.dataset.status === 'done'",
+    )
+    .await;
+    let state: Value = reqwest::get(format!("{base}/threads/hitl-2/state"))
+        .await
+        .expect("state")
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(state["values"]["decision"], "yes", "{state}");
+    assert_eq!(state["values"]["published"], true, "{state}");
     b.quit().await;
     let _ = stop.send(());
 }
@@ -593,7 +631,7 @@ async fn chat_page_sends_its_api_key_when_the_server_needs_one() {
     let (_, key) = keys.create("page", None, None, vec![]).expect("key");
     let (base, stop) = start_server(root.path(), None).await;
     let b = Browser::start(&found.chromedriver, &found.chromium).await;
-    b.goto(&format!("{base}/?thread=keyed-1")).await;
+    b.goto(&format!("{base}/chat?thread=keyed-1")).await;
     b.wait_for(
         "the stream refused without a key",
         "document.getElementById('error').textContent",

@@ -3,7 +3,7 @@
 //! the validator's verdicts next to n8n's own on the workflow corpus, saving an instance's
 //! catalogue; without an instance they skip (a failure under `CI=true`). Offline: the chat page
 //! in a browser (`browser`), the catalogue order and the catalogue fetched from a loopback fake
-//! npm registry (`catalogue`).
+//! npm registry (`catalogue`), the studio in a browser (`studio`).
 
 mod browser;
 mod catalogue;
@@ -11,6 +11,7 @@ mod client;
 mod corpus;
 mod run;
 mod run_tool;
+mod studio;
 
 use agentgraph_n8n::client::N8nClient;
 

@@ -16,6 +16,7 @@ mod extend;
 mod pickup;
 mod restart;
 mod runs;
+mod studio;
 
 fn graphs_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/graphs")

@@ -22,17 +22,19 @@ fn expected(role: Role, endpoint: &str) -> u16 {
     match (role, endpoint) {
         (_, "page") => 200,
         (Role::Nobody, _) => 401,
-        (_, "list" | "graphs") => 200,
+        (_, "list" | "graphs" | "studio-graphs" | "diagram") => 200,
         (Role::Other, _) => 404,
         // Owner and admin reach the endpoint itself: the thread is done, so there is nothing
         // to resume (400) and nothing to cancel (200), and a new run starts (202).
         (_, "resume") => 400,
+        // The fork route is reached: the checkpoint id is refused.
+        (_, "fork") => 400,
         (_, "runs") => 202,
         (_, _) => 200,
     }
 }
 
-const ENDPOINTS: [(&str, &str, &str); 9] = [
+const ENDPOINTS: [(&str, &str, &str); 12] = [
     ("list", "GET", "/threads"),
     ("state", "GET", "/threads/ta/state"),
     ("history", "GET", "/threads/ta/history"),
@@ -42,11 +44,15 @@ const ENDPOINTS: [(&str, &str, &str); 9] = [
     ("runs", "POST", "/threads/ta/runs"),
     ("graphs", "GET", "/graphs"),
     ("page", "GET", "/"),
+    ("studio-graphs", "GET", "/studio/graphs"),
+    ("diagram", "GET", "/studio/graphs/counter"),
+    ("fork", "POST", "/threads/ta/fork"),
 ];
 
 fn body(endpoint: &str) -> Option<Value> {
     match endpoint {
         "resume" | "cancel" => Some(json!({})),
+        "fork" => Some(json!({"checkpoint_id": "not-a-checkpoint"})),
         "runs" => Some(json!({"graph": "counter"})),
         _ => None,
     }
