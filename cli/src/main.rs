@@ -281,17 +281,29 @@ enum Cmd {
 /// Logs on stderr (stdout stays for results). `agentgraph serve` logs at `info` by default;
 /// other commands log only when `RUST_LOG` is set. `RUST_LOG` (e.g. `warn`,
 /// `agentgraph_server=debug`) overrides the default.
+///
+/// `serve` also times the runtime's spans for `GET /metrics`, whatever the log level.
 fn init_logging(serve: bool) {
     use std::io::IsTerminal;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    use tracing_subscriber::Layer;
     let filter = match std::env::var("RUST_LOG") {
         Ok(v) if !v.trim().is_empty() => tracing_subscriber::EnvFilter::new(v),
         _ if serve => tracing_subscriber::EnvFilter::new("info"),
         _ => return,
     };
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    let logs = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal())
+        .with_filter(filter);
+    let metrics = serve.then(|| {
+        use agentgraph_server::telemetry::MetricsLayer;
+        MetricsLayer.with_filter(MetricsLayer::filter())
+    });
+    let _ = tracing_subscriber::registry()
+        .with(logs)
+        .with(metrics)
         .try_init();
 }
 

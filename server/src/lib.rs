@@ -86,6 +86,7 @@ mod run_lease;
 mod run_pickup;
 mod runs;
 pub mod studio;
+pub mod telemetry;
 mod thread_run;
 mod versions;
 
@@ -312,6 +313,8 @@ pub(crate) struct Inner {
     pub(crate) shutdown_grace: Duration,
     pub(crate) watch: bool,
     pub(crate) auth: AuthState,
+    /// When the server started (`/health`).
+    pub(crate) started: std::time::Instant,
 }
 
 /// The server's shared state: graphs, checkpointer, event logs and active runs. Cheap to
@@ -399,6 +402,7 @@ impl ServerState {
         let owners = Owners::open(&events)?;
         Ok(ServerState {
             inner: Arc::new(Inner {
+                started: std::time::Instant::now(),
                 auth: AuthState::new(config.auth.clone(), config.addr, owners),
                 graphs: GraphCache::new(
                     config.graphs_dir.clone(),

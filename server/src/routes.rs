@@ -48,6 +48,8 @@ pub fn router(state: ServerState) -> Router {
         .route("/threads/{id}/cancel", post(cancel))
         .route("/threads/{id}/state", get(thread_state))
         .route("/threads/{id}/history", get(history))
+        .route("/health", get(health))
+        .route("/metrics", get(metrics))
         .fallback(|| async { ApiError::not_found("NOT_FOUND", "no such endpoint") })
         .method_not_allowed_fallback(
             |method: axum::http::Method, uri: axum::http::Uri| async move {
@@ -380,8 +382,9 @@ async fn events(
         .inner
         .events
         .replay(&thread, last, state.inner.shutdown.clone())?;
+    let open = crate::telemetry::metrics().stream_opened();
     let stream = replay.map(move |item| {
-        let _held = &permit;
+        let _held = (&permit, &open);
         Ok::<_, Infallible>(match item {
             Replayed::Event(e) => SseEvent::default().id(e.seq.to_string()).data(&*e.json),
             // Without an id: the client's Last-Event-ID stays until the next real event.
@@ -438,6 +441,45 @@ async fn thread_state(
         o.insert("active".into(), json!(active));
     }
     Ok(Json(v))
+}
+
+/// `GET /health`: the server answers and its storage reads (no key needed).
+async fn health(State(state): State<ServerState>) -> Response {
+    let started = state.inner.started;
+    let storage = state.inner.checkpointer.get("health-check", "", None).await;
+    let body = json!({
+        "status": if storage.is_ok() { "ok" } else { "failing" },
+        "storage": match &storage { Ok(_) => "ok".to_string(), Err(e) => e.to_string() },
+        "version": env!("CARGO_PKG_VERSION"),
+        "uptime_secs": started.elapsed().as_secs(),
+    });
+    let code = if storage.is_ok() {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (code, Json(body)).into_response()
+}
+
+/// `GET /metrics`: Prometheus text (see [`crate::telemetry`]); with authentication on, for
+/// admin keys only.
+async fn metrics(Extension(caller): Extension<Caller>) -> Response {
+    if caller.principal().is_some_and(|p| !p.is_admin()) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "ADMIN_ONLY",
+            "metrics are for keys with the admin scope",
+        )
+        .into_response();
+    }
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        crate::telemetry::metrics().render(),
+    )
+        .into_response()
 }
 
 #[derive(Deserialize)]

@@ -294,6 +294,7 @@ async fn drive(state: ServerState, run: Launch, graph_version: Option<String>) {
     let run_id = config.run_id.clone().unwrap_or_default();
     let events = &state.inner.events;
     started.insert("status".into(), json!("started"));
+    crate::telemetry::metrics().run_started();
     started.insert("run_id".into(), json!(run_id));
     started.insert("graph_version".into(), json!(graph_version));
     log_run(
@@ -396,6 +397,13 @@ async fn record_end(state: &ServerState, fence: &Fence, mut data: Value) -> Valu
 
 /// The run-end event's data, and whether the thread may be resumed.
 fn ending(run_id: &str, finished: Result<RunOutput, RunError>) -> (Value, bool) {
+    use crate::telemetry::{metrics, RunEnd};
+    metrics().run_ended(match &finished {
+        Ok(out) if matches!(out.status, RunStatus::Done) => RunEnd::Done,
+        Ok(_) => RunEnd::Interrupted,
+        Err(e) if e.kind() == RunErrorKind::Cancelled => RunEnd::Cancelled,
+        Err(_) => RunEnd::Failed,
+    });
     match finished {
         Ok(out) => match out.status {
             RunStatus::Done => (

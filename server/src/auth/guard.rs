@@ -184,9 +184,11 @@ pub(crate) async fn guard(
             }
         }
     }
-    // Pages are static: they load without a key and send it with their own requests.
-    let is_page =
-        req.method() == Method::GET && state.inner.pages.iter().any(|p| p.path == req.uri().path());
+    // Pages are static: they load without a key and send it with their own requests. The
+    // health check answers load balancers, which carry no key.
+    let is_page = req.method() == Method::GET
+        && (req.uri().path() == "/health"
+            || state.inner.pages.iter().any(|p| p.path == req.uri().path()));
     if is_page {
         return next.run(req).await;
     }

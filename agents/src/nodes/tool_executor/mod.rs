@@ -252,7 +252,20 @@ impl ToolExecutorNode {
             .with_model(model)
             .with_settings(self.settings.get(name).cloned().unwrap_or_default())
             .with_batch_writes(batch_writes);
-        match tool.call(args.clone(), &tool_ctx).await {
+        let span = tracing::info_span!(
+            "execute_tool",
+            otel.name = %format!("execute_tool {name}"),
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = %name,
+            gen_ai.tool.call.id = %call_id,
+            error.type = tracing::field::Empty,
+        );
+        let called =
+            tracing::Instrument::instrument(tool.call(args.clone(), &tool_ctx), span.clone()).await;
+        if let Err(e) = &called {
+            span.record("error.type", e.code.as_str());
+        }
+        match called {
             Ok(out) => {
                 let title = format!("{name} completed");
                 ctx.emit_custom(progress(name, &call_id, "completed", title))

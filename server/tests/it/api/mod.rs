@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 mod endpoints;
 mod events;
 mod extend;
+mod observability;
 mod pickup;
 mod restart;
 mod runs;

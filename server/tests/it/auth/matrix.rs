@@ -321,3 +321,36 @@ async fn threads_from_before_authentication_are_admin_only() {
     assert_eq!(st, 404);
     s.stop().await;
 }
+
+/// `/health` answers load balancers without a key; `/metrics` wants an admin key.
+#[tokio::test(flavor = "multi_thread")]
+async fn health_is_open_and_metrics_are_for_admins() {
+    let dir = tempfile::tempdir().expect("dir");
+    let cfg = config(dir.path(), Limits::default());
+    let store = KeyStore::in_dir(&dir.path().join("db"));
+    let keys = make_keys(&store);
+    let s = Srv::start(cfg).await;
+    let (st, v) = s.call("GET", "/health", None, None).await;
+    assert_eq!((st, v["status"].as_str()), (200, Some("ok")), "{v}");
+    for (token, want) in [
+        (None, 401),
+        (Some(keys.revoked.as_str()), 401),
+        (Some(keys.alice.as_str()), 403),
+        (Some(keys.admin.as_str()), 200),
+    ] {
+        let mut req = s.http.get(s.url("/metrics"));
+        if let Some(t) = token {
+            req = req.bearer_auth(t);
+        }
+        let r = req.send().await.expect("send");
+        assert_eq!(r.status().as_u16(), want, "{token:?}");
+        if want == 200 {
+            let text = r.text().await.expect("text");
+            assert!(
+                text.contains("agentgraph_runs_total{status=\"done\"}"),
+                "{text}"
+            );
+        }
+    }
+    s.stop().await;
+}
