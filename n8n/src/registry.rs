@@ -116,6 +116,7 @@ impl N8n {
             crate::run_tool::RUN_WORKFLOW.to_string(),
             Arc::new(crate::run_tool::RunWorkflowTool),
         );
+        self.add_instance_tools(&mut lazy);
         agentgraph_dsl::agents::register(&mut reg, lazy);
         let n8n = self.clone();
         reg.register_function(
@@ -131,12 +132,53 @@ impl N8n {
         reg
     }
 
+    /// Instance AI's tools: the domain tools over a running n8n, `fetch_url`, and the
+    /// orchestration tools (`delegate`, `plan`, `search_tools`, `load_tool`, `ask_user`) whose
+    /// sub-agents may use the domain tools ([`INSTANCE_POOL`]).
+    fn add_instance_tools(self: &Arc<Self>, tools: &mut ToolMap) {
+        let n8n = self.clone();
+        for t in crate::instance::tools(Arc::new(move || n8n.catalogue())) {
+            tools.insert(t.name().to_string(), t);
+        }
+        if let Some(http) = tools.get("http_request").cloned() {
+            let fetch: Arc<dyn Tool> = Arc::new(crate::instance::FetchUrlTool { http });
+            tools.insert(fetch.name().to_string(), fetch);
+        }
+        let pool: ToolMap = INSTANCE_POOL
+            .iter()
+            .filter_map(|n| tools.get(*n).map(|t| (n.to_string(), t.clone())))
+            .collect();
+        let research = RESEARCH_TOOLS.iter().map(|n| n.to_string()).collect();
+        for t in agentgraph_agents::orchestration::orchestration_tools(Arc::new(pool), research) {
+            tools.insert(t.name().to_string(), t);
+        }
+    }
+
     /// A factory of [`N8n::registry`], for the CLI and the server.
     pub fn registry_factory(self: &Arc<Self>) -> RegistryFactory {
         let n8n = self.clone();
         Arc::new(move || n8n.registry())
     }
 }
+
+/// The tools Instance AI's sub-agents (`delegate`, planned tasks) may be given.
+pub const INSTANCE_POOL: [&str; 12] = [
+    "list_workflows",
+    "get_workflow",
+    "list_executions",
+    "get_execution",
+    "activate_workflow",
+    "deactivate_workflow",
+    "delete_workflow",
+    "workflow_credentials",
+    "run_workflow",
+    "search_nodes",
+    "get_node_details",
+    "fetch_url",
+];
+
+/// The tools of a planned `research` task.
+pub const RESEARCH_TOOLS: [&str; 3] = ["fetch_url", "search_nodes", "get_node_details"];
 
 /// The std-tools kind that needs the catalogue to build its node.
 const APPLY_OPERATIONS: &str = "apply_operations";
