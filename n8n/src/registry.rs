@@ -95,6 +95,24 @@ impl N8n {
         // Names, docs, reducers and kinds, over an empty catalogue (cheap) ...
         register(&mut reg, Arc::new(Catalogue::new()));
         // ... then the catalogue-bound parts are swapped for ones that load it on first use.
+        agentgraph_dsl::agents::register(&mut reg, self.tool_map());
+        let n8n = self.clone();
+        reg.register_function(
+            agentgraph_std_tools::dsl::STRUCTURE_PROBLEMS,
+            agentgraph_std_tools::dsl::structure_problems_function(move || n8n.catalogue()),
+        );
+        if let Some(kind) = reg.kinds.get_mut(APPLY_OPERATIONS) {
+            kind.factory = Some(Arc::new(LazyKind {
+                kind: APPLY_OPERATIONS,
+                n8n: self.clone(),
+            }));
+        }
+        reg
+    }
+
+    /// Every tool a graph may name: the builder's (loading the catalogue on first use),
+    /// `run_workflow`, and Instance AI's ([`N8n::add_instance_tools`]).
+    pub fn tool_map(self: &Arc<Self>) -> ToolMap {
         let mut lazy: ToolMap = all_tools(Arc::new(Catalogue::new()))
             .into_iter()
             .map(|(name, t)| {
@@ -117,19 +135,7 @@ impl N8n {
             Arc::new(crate::run_tool::RunWorkflowTool),
         );
         self.add_instance_tools(&mut lazy);
-        agentgraph_dsl::agents::register(&mut reg, lazy);
-        let n8n = self.clone();
-        reg.register_function(
-            agentgraph_std_tools::dsl::STRUCTURE_PROBLEMS,
-            agentgraph_std_tools::dsl::structure_problems_function(move || n8n.catalogue()),
-        );
-        if let Some(kind) = reg.kinds.get_mut(APPLY_OPERATIONS) {
-            kind.factory = Some(Arc::new(LazyKind {
-                kind: APPLY_OPERATIONS,
-                n8n: self.clone(),
-            }));
-        }
-        reg
+        lazy
     }
 
     /// Instance AI's tools: the domain tools over a running n8n, `fetch_url`, and the
@@ -304,8 +310,22 @@ mod tests {
         assert!(reg.kinds.contains_key("apply_operations"));
         compiles(&n8n, "examples/counter.ag");
         compiles(&n8n, "agents/react-agent.ag");
+        compiles(&n8n, "instance-ai/orchestrator.ag");
         assert!(!n8n.catalogue_loaded());
         assert_eq!(fallbacks.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn sub_agents_may_use_the_domain_tools_and_nothing_that_delegates() {
+        let n8n = N8n::new(CatalogueSource::Builtin);
+        let tools = n8n.tool_map();
+        for name in INSTANCE_POOL.iter().chain(RESEARCH_TOOLS.iter()) {
+            assert!(tools.contains_key(*name), "{name} is registered");
+        }
+        for name in agentgraph_agents::orchestration::ORCHESTRATION_TOOLS {
+            assert!(tools.contains_key(name), "{name} is registered");
+            assert!(!INSTANCE_POOL.contains(&name), "{name} is not in the pool");
+        }
     }
 
     #[test]

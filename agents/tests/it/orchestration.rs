@@ -206,11 +206,28 @@ async fn a_sub_agent_that_delegates_is_refused_and_its_answer_reaches_the_orches
         {"node": "agent", "text": "It is sunny."}
     ]}));
     let graph = orchestrator(model.clone(), vec![weather], None);
-    let out = graph
-        .invoke(ask("weather?"), RunConfig::thread("t"))
-        .await
-        .expect("run");
+    let (events, out) = graph
+        .stream(ask("weather?"), RunConfig::thread("t"))
+        .collect()
+        .await;
+    let out = out.expect("run");
     assert!(matches!(out.status, RunStatus::Done), "{:?}", out.status);
+    // The sub-agent's tool steps stream under its namespace.
+    let nested: Vec<(String, String)> = events
+        .iter()
+        .filter(|e| !e.ns.is_empty())
+        .filter_map(|e| match &e.kind {
+            EventKind::Custom(d) if d["status"] == "completed" => Some((
+                e.node.clone().unwrap_or_default(),
+                d["tool"].as_str().unwrap_or("").to_string(),
+            )),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        nested,
+        [("subagent_tools".to_string(), "weather".to_string())]
+    );
     let sub = model.requests("subagent");
     assert_eq!(sub.len(), 3);
     // The sub-agent is offered its subset only, and its system prompt is the instructions.

@@ -40,7 +40,13 @@ impl Tool for WorkflowCredentialsTool {
         let id = arg(&args, "workflowId")?;
         let client = client()?;
         let w = client.get_workflow(id).await.map_err(tool_error)?;
-        let catalogue = (self.catalogue)();
+        // The first call may read a large catalogue from disk: off the async workers.
+        let load = self.catalogue.clone();
+        let catalogue = tokio::task::spawn_blocking(move || load())
+            .await
+            .map_err(|e| {
+                ToolError::new("CATALOGUE", format!("the node catalogue did not load: {e}"))
+            })?;
         let mut needs: Vec<Value> = Vec::new();
         let mut types: BTreeMap<String, bool> = BTreeMap::new();
         for n in w["nodes"].as_array().into_iter().flatten() {
