@@ -1,7 +1,8 @@
 //! Deep-agent primitives any graph can use from the DSL: sub-agents run as child runs
 //! ([`subagent`], the [`DelegateTool`]), planned tasks ([`PlanTool`]), deferred tools
 //! ([`SearchToolsTool`], [`LoadToolTool`], and [`crate::nodes::LlmNode::deferred`]), and human
-//! confirmation ([`confirm`], [`AskUserTool`]).
+//! confirmation ([`confirm`], [`AskUserTool`]), and per-host approval of web access
+//! ([`gate_url`]).
 //!
 //! Nothing here knows a product: the tools a sub-agent may use come from a pool the
 //! application registers ([`ToolPool`]).
@@ -10,6 +11,7 @@ mod ask_user;
 mod confirm;
 mod deferred;
 mod delegate;
+mod domains;
 mod plan;
 pub mod subagent;
 
@@ -19,6 +21,7 @@ pub use deferred::{
     DeferredTools, LoadToolTool, SearchToolsTool, LOADED_TOOLS, LOAD_TOOL, SEARCH_TOOLS,
 };
 pub use delegate::{DelegateTool, DELEGATE};
+pub use domains::{gate_url, host_of, Remember, APPROVED_DOMAINS};
 pub use plan::{PlanTool, PlannedTask, PLAN};
 pub use subagent::{SubAgent, DEFAULT_MAX_STEPS};
 

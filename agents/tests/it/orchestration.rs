@@ -525,3 +525,84 @@ async fn a_deferred_tool_is_offered_once_searched_and_loaded() {
     assert_eq!(msgs[3]["content"]["error"]["code"], "UNKNOWN_TOOL");
     assert_eq!(out.values[LOADED_TOOLS], json!(["weather"]));
 }
+
+/// `peek {url}`: gated by host, then answers without any network.
+struct Peek;
+
+#[async_trait]
+impl Tool for Peek {
+    fn name(&self) -> &str {
+        "peek"
+    }
+    fn description(&self) -> &str {
+        "Reads a URL."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]})
+    }
+    async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let url = args["url"].as_str().unwrap_or_default();
+        let remember = agentgraph_agents::orchestration::gate_url(ctx, url, "approved_domains")?;
+        let mut out = ToolOutput::text(format!("read {url}"));
+        if let Some((channel, hosts)) = remember {
+            out = out.write(channel, hosts);
+        }
+        Ok(out)
+    }
+}
+
+#[tokio::test]
+async fn each_new_host_is_approved_once_per_thread_and_a_denial_is_reported() {
+    let model = Recorder::new(json!({"responses": [
+        {"node": "agent", "tool_calls": [{"name": "peek", "args": {"url": "https://Docs.Example.org/a"}}]},
+        {"node": "agent", "tool_calls": [{"name": "peek", "args": {"url": "https://docs.example.org/b"}}]},
+        {"node": "agent", "tool_calls": [{"name": "peek", "args": {"url": "https://other.example.net/"}}]},
+        {"node": "agent", "tool_calls": [{"name": "peek", "args": {"url": "file:///etc/passwd"}}]},
+        {"node": "agent", "text": "Done."}
+    ]}));
+    let executor = ToolExecutorNode::new([Arc::new(Peek) as Arc<dyn Tool>]);
+    let llm = LlmNode::new(model.clone()).tools(executor.specs());
+    let graph = GraphBuilder::new("web")
+        .channel(message_list("messages"))
+        .channel(list("approved_domains"))
+        .node("agent", Arc::new(llm))
+        .node("tools", Arc::new(executor))
+        .edge(START, "agent")
+        .route("agent", |s| {
+            if has_tool_calls(s, "messages") {
+                "tools"
+            } else {
+                END
+            }
+        })
+        .edge("tools", "agent")
+        .compile()
+        .expect("compiles")
+        .with_checkpointer(memory());
+    let thread = RunConfig::thread("t");
+    let out = graph
+        .invoke(ask("read"), thread.clone())
+        .await
+        .expect("run");
+    let asked = interrupts_of(out.status);
+    assert_eq!(asked[0].value["kind"], "domain_access");
+    assert_eq!(asked[0].value["host"], "docs.example.org");
+    // Approved: the second URL on the same host is read without asking; the next host asks.
+    let out = graph
+        .invoke(Input::resume(json!("yes")), thread.clone())
+        .await
+        .expect("approved");
+    let asked = interrupts_of(out.status);
+    assert_eq!(asked[0].value["host"], "other.example.net");
+    let out = graph
+        .invoke(Input::resume(json!("no")), thread)
+        .await
+        .expect("denied");
+    assert!(matches!(out.status, RunStatus::Done), "{:?}", out.status);
+    let msgs = tool_messages(&out.values);
+    assert_eq!(msgs[0]["content"], "read https://Docs.Example.org/a");
+    assert_eq!(msgs[1]["content"], "read https://docs.example.org/b");
+    assert_eq!(msgs[2]["content"]["error"]["code"], "DOMAIN_DENIED");
+    assert_eq!(msgs[3]["content"]["error"]["code"], "INVALID_URL");
+    assert_eq!(out.values["approved_domains"], json!(["docs.example.org"]));
+}

@@ -166,7 +166,7 @@ graph confirm {
     messages: messages
   }
   model m = scripted { script: "script.json" }
-  tools t = [activate_workflow, deactivate_workflow, delete_workflow]
+  tools t = [activate_workflow, deactivate_workflow, delete_workflow, fetch_url]
   node agent: llm { model: m, messages: messages, tools: t }
   node tools: tool_executor { tools: t, messages: messages }
   START -> agent
@@ -276,6 +276,40 @@ async fn destructive_actions_wait_for_the_user_and_a_denial_changes_nothing() {
         client.get_workflow(&id).await,
         Err(ClientError::NotFound { .. })
     ));
+}
+
+#[tokio::test]
+async fn fetch_url_asks_before_reading_a_new_host_and_a_denial_reads_nothing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let url = "https://docs.n8n.io/api/";
+    let graph = one_call_graph(
+        dir.path(),
+        json!({"name": "fetch_url", "args": {"url": url}}),
+    );
+    let thread = RunConfig::thread("t");
+    let input = json!({"messages": [{"type": "human", "content": "read the docs"}]});
+    let out = graph
+        .invoke(Input::values(input), thread.clone())
+        .await
+        .expect("run");
+    let RunStatus::Interrupted { interrupts, .. } = &out.status else {
+        panic!("expected a domain approval, got {:?}", out.status)
+    };
+    assert_eq!(interrupts[0].value["kind"], "domain_access");
+    assert_eq!(interrupts[0].value["host"], "docs.n8n.io");
+    let out = graph
+        .invoke(Input::resume(json!("no")), thread)
+        .await
+        .expect("denied");
+    let message = out.values["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["type"] == "tool"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        message["content"]["error"]["code"], "DOMAIN_DENIED",
+        "{message}"
+    );
 }
 
 fn orchestrator_path() -> std::path::PathBuf {
@@ -431,7 +465,7 @@ fn deferred_tools_keep_most_tool_tokens_out_of_the_orchestrators_requests() {
     );
     let two = deferred.request(&loaded, None).expect("request").tools;
     assert_eq!(two.len(), 8);
-    // Measured with these tools: 2,942 estimated tokens offered in full, 1,140 with only the
+    // Measured with these tools: 2,958 estimated tokens offered in full, 1,155 with only the
     // core six (39 %); the bounds leave room for small wording changes.
     println!("tool tokens: full {full}, deferred {lean}");
     assert!((2_700..3_200).contains(&full), "full: {full}");
