@@ -138,7 +138,7 @@ impl SubAgent {
             .map_out(|state| Ok(vec![("answer".to_string(), json!(final_answer(state)))]));
         let update = match sub.run(ctx.task().scoped(key)).await {
             Ok(u) => u,
-            Err(NodeError::Interrupted(i)) => return Err(NodeError::Interrupted(i).into()),
+            Err(e @ (NodeError::Interrupted(_) | NodeError::Cancelled)) => return Err(e.into()),
             Err(e) => {
                 let msg = e.to_string();
                 let code = if msg.contains("MAX_CALLS") || msg.contains("max_calls") {

@@ -160,6 +160,75 @@ async fn the_domain_tools_answer_in_short_and_say_what_to_fix() {
     }
 }
 
+#[tokio::test]
+async fn executions_are_listed_by_workflow_and_summarised_per_node() {
+    let Some(client) = instance() else {
+        return;
+    };
+    let wf = hook(&format!("iai executions {}", unique()));
+    let path = wf["nodes"][0]["parameters"]["path"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let id = create(&client, &wf).await;
+    client.activate_workflow(&id).await.expect("activate");
+    let (status, _) = client
+        .call_webhook("POST", &path, &json!({"who": "ada"}))
+        .await
+        .expect("webhook");
+    assert_eq!(status, 200);
+    let ctx = detached();
+    let mut listed = Vec::new();
+    for _ in 0..40 {
+        let out = tool("list_executions")
+            .call(json!({"workflowId": id}), &ctx)
+            .await
+            .expect("list");
+        listed = out.content["executions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if listed.first().is_some_and(|e| e["status"] == "success") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0]["workflowId"], json!(id));
+    let execution = match &listed[0]["id"] {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let summary = tool("get_execution")
+        .call(json!({"executionId": execution}), &ctx)
+        .await
+        .expect("summary");
+    assert_eq!(summary.content["status"], "success");
+    let nodes: Vec<&str> = summary.content["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["name"].as_str())
+        .collect();
+    assert_eq!(nodes, ["Hook", "Echo"]);
+    assert_eq!(summary.content["nodes"][1]["first"], json!({"x": "1"}));
+    assert!(summary.content["more"]
+        .as_str()
+        .is_some_and(|m| m.contains("`node`")));
+    let items = tool("get_execution")
+        .call(json!({"executionId": execution, "node": "Hook"}), &ctx)
+        .await
+        .expect("items");
+    assert_eq!(items.content["items"][0]["body"], json!({"who": "ada"}));
+    let wrong = tool("get_execution")
+        .call(json!({"executionId": execution, "node": "Nope"}), &ctx)
+        .await
+        .expect_err("no such node");
+    assert!(wrong.message.contains("Hook, Echo"), "{}", wrong.message);
+    client.deactivate_workflow(&id).await.expect("deactivate");
+    client.delete_workflow(&id).await.expect("cleanup");
+}
+
 const CONFIRM_GRAPH: &str = r#"
 graph confirm {
   state {
