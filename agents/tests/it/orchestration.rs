@@ -606,3 +606,29 @@ async fn each_new_host_is_approved_once_per_thread_and_a_denial_is_reported() {
     assert_eq!(msgs[3]["content"]["error"]["code"], "INVALID_URL");
     assert_eq!(out.values["approved_domains"], json!(["docs.example.org"]));
 }
+
+#[tokio::test]
+async fn ask_user_pauses_and_returns_the_answer() {
+    let model = Recorder::new(json!({"responses": [
+        {"node": "agent", "tool_calls": [{"name": "ask_user",
+            "args": {"question": "Which workflow?", "options": ["hello", "orders"]}}]},
+        {"node": "agent", "text": "OK."}
+    ]}));
+    let graph = orchestrator(model.clone(), Vec::new(), None);
+    let thread = RunConfig::thread("t");
+    let out = graph
+        .invoke(ask("run it"), thread.clone())
+        .await
+        .expect("run");
+    let asked = interrupts_of(out.status);
+    assert_eq!(asked[0].value["kind"], "question");
+    assert_eq!(asked[0].value["options"], json!(["hello", "orders"]));
+    let out = graph
+        .invoke(Input::resume(json!("orders")), thread)
+        .await
+        .expect("answered");
+    assert_eq!(
+        tool_messages(&out.values)[0]["content"],
+        json!({"answer": "orders"})
+    );
+}
