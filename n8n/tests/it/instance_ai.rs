@@ -385,6 +385,25 @@ fn orchestrator_path() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../graphs/instance-ai/orchestrator.ag")
 }
 
+/// The shipped graph and prompt copied to `dir`, with `script` as its scripted model's.
+fn shipped_orchestrator(dir: &std::path::Path, script: &Value) -> CompiledGraph {
+    let shipped = orchestrator_path();
+    let shipped = shipped.parent().expect("graph folder");
+    std::fs::create_dir_all(dir.join("prompts")).expect("prompts");
+    std::fs::create_dir_all(dir.join("scripts")).expect("scripts");
+    for file in ["orchestrator.ag", "prompts/orchestrator.md"] {
+        std::fs::copy(shipped.join(file), dir.join(file)).expect("copy");
+    }
+    std::fs::write(dir.join("scripts/demo.json"), script.to_string()).expect("script");
+    // As the browser test does, for the whole process: `auto` models pick the scripted one.
+    std::env::set_var("AGENTGRAPH_PROVIDER", "scripted");
+    Project::load(dir.join("orchestrator.ag"))
+        .expect("loads")
+        .compile(&N8n::new(CatalogueSource::Builtin).registry())
+        .unwrap_or_else(|d| panic!("{d:?}"))
+        .with_checkpointer(Arc::new(MemoryCheckpointer::new()))
+}
+
 #[tokio::test]
 async fn the_orchestrator_lists_runs_hello_and_reports_what_n8n_returned() {
     let Some(client) = instance() else {
@@ -413,22 +432,7 @@ async fn the_orchestrator_lists_runs_hello_and_reports_what_n8n_returned() {
         {"node": "agent", "tool_calls": [{"name": "run_workflow", "args": {"workflowId": id, "input": {"name": "world"}}}]},
         {"node": "agent", "text": "I ran hello with name=world. It returned: {{last_tool}}"}
     ]});
-    // The shipped graph and prompt, with this script as its scripted model's.
-    let shipped = orchestrator_path();
-    let shipped = shipped.parent().expect("graph folder");
-    std::fs::create_dir_all(dir.path().join("prompts")).expect("prompts");
-    std::fs::create_dir_all(dir.path().join("scripts")).expect("scripts");
-    for file in ["orchestrator.ag", "prompts/orchestrator.md"] {
-        std::fs::copy(shipped.join(file), dir.path().join(file)).expect("copy");
-    }
-    std::fs::write(dir.path().join("scripts/demo.json"), script.to_string()).expect("script");
-    // As the browser test does, for the whole process: `auto` models pick the scripted one.
-    std::env::set_var("AGENTGRAPH_PROVIDER", "scripted");
-    let graph = Project::load(dir.path().join("orchestrator.ag"))
-        .expect("loads")
-        .compile(&N8n::new(CatalogueSource::Builtin).registry())
-        .unwrap_or_else(|d| panic!("{d:?}"))
-        .with_checkpointer(Arc::new(MemoryCheckpointer::new()));
+    let graph = shipped_orchestrator(dir.path(), &script);
     let ask =
         "list my workflows, run the one called hello with name=world and tell me what it returned";
     let input = json!({"messages": [{"type": "human", "content": ask}]});
@@ -476,6 +480,52 @@ async fn the_orchestrator_lists_runs_hello_and_reports_what_n8n_returned() {
             "list_workflows",
             "run_workflow"
         ]
+    );
+    client.delete_workflow(&id).await.expect("cleanup");
+}
+
+#[tokio::test]
+async fn the_orchestrator_delegates_a_lookup_to_a_sub_agent_with_a_domain_tool() {
+    let Some(client) = instance() else {
+        return;
+    };
+    let name = format!("iai delegate {}", unique());
+    let id = create(&client, &hello(&name)).await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = json!({"responses": [
+        {"node": "agent", "tool_calls": [{"name": "delegate", "args": {
+            "role": "workflow finder",
+            "instructions": "Find the workflow the user names and report its id.",
+            "task": format!("Find the workflow named {name}."),
+            "tools": ["list_workflows"]}}]},
+        {"node": "subagent", "tool_calls": [{"name": "list_workflows", "args": {"name": name}}]},
+        {"node": "subagent", "text": "Found: {{last_tool}}"},
+        {"node": "agent", "text": "The sub-agent reported: {{last_tool}}"}
+    ]});
+    let graph = shipped_orchestrator(dir.path(), &script);
+    let input = json!({"messages": [{"type": "human", "content": format!("find {name}")}]});
+    let (events, out) = graph
+        .stream(Input::values(input), RunConfig::thread("delegate"))
+        .collect()
+        .await;
+    let out = out.expect("run");
+    assert!(matches!(out.status, RunStatus::Done), "{:?}", out.status);
+    let answer = out.values["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    // The id n8n gave the workflow, found by the sub-agent's call and passed up.
+    assert!(answer.contains(&id), "{answer}");
+    let nested = events.iter().any(|e| {
+        !e.ns.is_empty()
+            && matches!(&e.kind, EventKind::Custom(d)
+                if d["tool"] == "list_workflows" && d["status"] == "completed")
+    });
+    assert!(
+        nested,
+        "the sub-agent's tool step streams under its namespace"
     );
     client.delete_workflow(&id).await.expect("cleanup");
 }
