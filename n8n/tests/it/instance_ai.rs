@@ -391,7 +391,7 @@ fn shipped_orchestrator(dir: &std::path::Path, script: &Value) -> CompiledGraph 
     let shipped = shipped.parent().expect("graph folder");
     std::fs::create_dir_all(dir.join("prompts")).expect("prompts");
     std::fs::create_dir_all(dir.join("scripts")).expect("scripts");
-    for file in ["orchestrator.ag", "prompts/orchestrator.md"] {
+    for file in ["orchestrator.ag", "prompts/orchestrator.md", "prompts/compact.md"] {
         std::fs::copy(shipped.join(file), dir.join(file)).expect("copy");
     }
     std::fs::write(dir.join("scripts/demo.json"), script.to_string()).expect("script");
