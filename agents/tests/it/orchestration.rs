@@ -632,3 +632,37 @@ async fn ask_user_pauses_and_returns_the_answer() {
         json!({"answer": "orders"})
     );
 }
+
+#[tokio::test]
+async fn a_failed_task_skips_the_tasks_that_depend_on_it() {
+    // The sub-agent of `a` finds no scripted answer for itself: its model call fails.
+    let model = Recorder::new(json!({"responses": [
+        {"node": "agent", "tool_calls": [plan_call(json!([
+            {"id": "a", "kind": "research", "title": "A", "spec": "a"},
+            {"id": "b", "kind": "research", "title": "B", "spec": "b", "deps": ["a"]}]))]},
+        {"node": "agent", "text": "Task a failed."}
+    ]}));
+    let mut kit = Kit::new();
+    let graph = orchestrator(model.clone(), vec![kit.tool("weather", Mode::Plain)], None);
+    let thread = RunConfig::thread("t");
+    graph
+        .invoke(ask("plan"), thread.clone())
+        .await
+        .expect("run");
+    let out = graph
+        .invoke(Input::resume(json!(true)), thread)
+        .await
+        .expect("approved");
+    assert!(matches!(out.status, RunStatus::Done), "{:?}", out.status);
+    let tasks = &tool_messages(&out.values)[0]["content"]["tasks"];
+    assert_eq!(tasks[0]["status"], "failed");
+    assert!(
+        tasks[0]["result"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("SUBAGENT_FAILED"),
+        "{tasks}"
+    );
+    assert_eq!(tasks[1]["status"], "skipped");
+    assert_eq!(model.requests("subagent").len(), 1, "b never ran");
+}
