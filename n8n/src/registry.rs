@@ -155,7 +155,12 @@ impl N8n {
             .filter_map(|n| tools.get(*n).map(|t| (n.to_string(), t.clone())))
             .collect();
         let research = RESEARCH_TOOLS.iter().map(|n| n.to_string()).collect();
-        for t in agentgraph_agents::orchestration::orchestration_tools(Arc::new(pool), research) {
+        let build: Arc<dyn agentgraph_agents::orchestration::TaskRunner> =
+            Arc::new(crate::instance::BuildWorkflowRunner::new(self.clone()));
+        let runners = vec![("build-workflow".to_string(), build)];
+        for t in
+            agentgraph_agents::orchestration::orchestration_tools(Arc::new(pool), research, runners)
+        {
             tools.insert(t.name().to_string(), t);
         }
     }

@@ -22,7 +22,7 @@ pub use deferred::{
 };
 pub use delegate::{DelegateTool, DELEGATE};
 pub use domains::{gate_url, host_of, Remember, APPROVED_DOMAINS};
-pub use plan::{PlanTool, PlannedTask, PLAN};
+pub use plan::{PlanTool, PlannedTask, TaskRunner, PLAN};
 pub use subagent::{SubAgent, DEFAULT_MAX_STEPS};
 
 use crate::tools::Tool;
@@ -38,11 +38,20 @@ pub type ToolPool = Arc<BTreeMap<String, Arc<dyn Tool>>>;
 pub const ORCHESTRATION_TOOLS: [&str; 4] = [DELEGATE, PLAN, SEARCH_TOOLS, LOAD_TOOL];
 
 /// The orchestration tools over `pool`: `delegate`, `plan` (its `research` tasks get
-/// `research_tools`), `search_tools`, `load_tool` and `ask_user`.
-pub fn orchestration_tools(pool: ToolPool, research_tools: Vec<String>) -> Vec<Arc<dyn Tool>> {
+/// `research_tools`; the kinds of `runners` run through them), `search_tools`, `load_tool` and
+/// `ask_user`.
+pub fn orchestration_tools(
+    pool: ToolPool,
+    research_tools: Vec<String>,
+    runners: Vec<(String, Arc<dyn TaskRunner>)>,
+) -> Vec<Arc<dyn Tool>> {
+    let mut plan = PlanTool::new(pool.clone(), research_tools);
+    for (kind, runner) in runners {
+        plan = plan.with_runner(kind, runner);
+    }
     vec![
         Arc::new(DelegateTool::new(pool.clone())),
-        Arc::new(PlanTool::new(pool.clone(), research_tools)),
+        Arc::new(plan),
         Arc::new(SearchToolsTool::new(pool.clone())),
         Arc::new(LoadToolTool::new(pool)),
         Arc::new(AskUserTool),

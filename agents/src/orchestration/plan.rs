@@ -5,9 +5,10 @@
 //! skipped. The tasks' results come back to the orchestrator as the tool result and in the
 //! channel.
 //!
-//! Kinds: `delegate` (a sub-agent with the task's `role` and `tools`) and `research` (a
-//! sub-agent with the research tools the application configured). `build-workflow` is refused
-//! for now (no builder task runner yet): delegate such a task instead.
+//! Kinds: `delegate` (a sub-agent with the task's `role` and `tools`), `research` (a sub-agent
+//! with the research tools the application configured), and any kind the application gives a
+//! [`TaskRunner`] for (the n8n product: `build-workflow`). A `build-workflow` task without a
+//! runner is refused: delegate such a task instead.
 
 use super::delegate::DelegateTool;
 use super::subagent::{SubAgent, DEFAULT_MAX_STEPS};
@@ -27,7 +28,7 @@ pub const PLAN_CHANNEL: &str = "plan";
 pub struct PlannedTask {
     /// Unique id within the plan.
     pub id: String,
-    /// `delegate`, `research` (or `build-workflow`, not runnable yet).
+    /// `delegate`, `research`, or a kind with a [`TaskRunner`] (`build-workflow`).
     pub kind: String,
     /// One line for the user.
     pub title: String,
@@ -61,11 +62,27 @@ fn has_channel(ctx: &ToolContext, channel: &str) -> bool {
 
 const KINDS: [&str; 2] = ["delegate", "research"];
 
+/// Runs the tasks of one kind (an application's: the workflow builder for `build-workflow`).
+#[async_trait::async_trait]
+pub trait TaskRunner: Send + Sync {
+    /// Runs `task` with `input` (its title, spec and its deps' results) as a child of `ctx`'s
+    /// task keyed by `key` (the same key on a re-run must find the same child run); returns
+    /// the result reported to the orchestrator.
+    async fn run(
+        &self,
+        ctx: &ToolContext,
+        key: &str,
+        task: &PlannedTask,
+        input: &str,
+    ) -> Result<String, ToolError>;
+}
+
 /// Runs dependency-aware task plans after the user approves them.
 pub struct PlanTool {
     pool: ToolPool,
     research_tools: Vec<String>,
     max_steps: usize,
+    runners: BTreeMap<String, std::sync::Arc<dyn TaskRunner>>,
 }
 
 impl PlanTool {
@@ -75,7 +92,18 @@ impl PlanTool {
             pool,
             research_tools,
             max_steps: DEFAULT_MAX_STEPS,
+            runners: BTreeMap::new(),
         }
+    }
+
+    /// Runs the tasks of kind `kind` with `runner`.
+    pub fn with_runner(
+        mut self,
+        kind: impl Into<String>,
+        runner: std::sync::Arc<dyn TaskRunner>,
+    ) -> Self {
+        self.runners.insert(kind.into(), runner);
+        self
     }
 
     /// Sets the most model calls of each task's sub-agent.
@@ -101,7 +129,9 @@ impl PlanTool {
             }
         }
         for t in tasks {
-            if t.kind == "build-workflow" {
+            if self.runners.contains_key(&t.kind) {
+                // Checked by its runner when it runs.
+            } else if t.kind == "build-workflow" {
                 return Err(ToolError::new(
                     "UNSUPPORTED_KIND",
                     format!(
@@ -110,8 +140,7 @@ impl PlanTool {
                         t.id
                     ),
                 ));
-            }
-            if !KINDS.contains(&t.kind.as_str()) {
+            } else if !KINDS.contains(&t.kind.as_str()) {
                 return Err(invalid(format!(
                     "task `{}` has kind `{}`; kinds: {}",
                     t.id,
@@ -218,9 +247,11 @@ impl PlanTool {
                         json!({"plan_task": t.id, "status": "running", "title": t.title}),
                     )
                     .await;
-                    let out = match self.agent(&t) {
-                        Ok(agent) => agent.run(ctx, &format!("plan:{}", t.id), &input).await,
-                        Err(e) => Err(e),
+                    let key = format!("plan:{}", t.id);
+                    let out = match (self.runners.get(&t.kind), self.agent(&t)) {
+                        (Some(runner), _) => runner.run(ctx, &key, &t, &input).await,
+                        (None, Ok(agent)) => agent.run(ctx, &key, &input).await,
+                        (None, Err(e)) => Err(e),
                     };
                     (i, out)
                 }
@@ -267,8 +298,9 @@ impl Tool for PlanTool {
 
     fn description(&self) -> &str {
         "Plan multi-step work as tasks with dependencies; the user approves the plan, then each \
-         task runs as a sub-agent once the tasks it depends on succeeded. Kinds: `delegate` \
-         (give `role` and `tools`) and `research`. Returns every task's result."
+         task runs once the tasks it depends on succeeded. Kinds: `delegate` (a sub-agent: give \
+         `role` and `tools`), `research`, and the application's (`build-workflow`). Returns \
+         every task's result."
     }
 
     fn input_schema(&self) -> Value {

@@ -141,7 +141,7 @@ fn orchestrator(
             .collect(),
     );
     let mut all = pool.clone();
-    all.extend(orchestration_tools(map, vec!["weather".into()]));
+    all.extend(orchestration_tools(map, vec!["weather".into()], Vec::new()));
     let executor = ToolExecutorNode::new(all).model(model.clone());
     let mut llm = LlmNode::new(model).tools(executor.specs());
     if let Some(core) = core {

@@ -5,13 +5,16 @@
 //! ([`agentgraph_agents::orchestration::confirm`]); a denial changes nothing.
 //!
 //! `run_workflow` ([`crate::run_tool`]) runs a stored workflow when given `workflowId`;
-//! `search_nodes` and `get_node_details` are the builder's catalogue tools.
+//! `search_nodes` and `get_node_details` are the builder's catalogue tools. `build-workflow`
+//! planned tasks run the builder graph ([`BuildWorkflowRunner`]).
 
+mod build;
 mod credentials;
 mod executions;
 mod fetch;
 mod workflows;
 
+pub use build::{BuildWorkflowRunner, BUILDER_GRAPH_ENV};
 pub use credentials::WorkflowCredentialsTool;
 pub use executions::{GetExecutionTool, ListExecutionsTool};
 pub use fetch::FetchUrlTool;
