@@ -138,14 +138,17 @@ impl N8n {
         lazy
     }
 
-    /// Instance AI's tools: the domain tools over a running n8n, `fetch_url`, and the
-    /// orchestration tools (`delegate`, `plan`, `search_tools`, `load_tool`, `ask_user`) whose
-    /// sub-agents may use the domain tools ([`INSTANCE_POOL`]).
+    /// Instance AI's tools: the domain tools over a running n8n, `fetch_url`, the verify
+    /// loop's `report_verdict`, and the orchestration tools (`delegate`, `plan`,
+    /// `search_tools`, `load_tool`, `ask_user`) whose sub-agents may use the domain tools
+    /// ([`INSTANCE_POOL`]).
     fn add_instance_tools(self: &Arc<Self>, tools: &mut ToolMap) {
         let n8n = self.clone();
         for t in crate::instance::tools(Arc::new(move || n8n.catalogue())) {
             tools.insert(t.name().to_string(), t);
         }
+        let verdict: Arc<dyn Tool> = Arc::new(agentgraph_agents::orchestration::ReportVerdictTool);
+        tools.insert(verdict.name().to_string(), verdict);
         if let Some(http) = tools.get("http_request").cloned() {
             let fetch: Arc<dyn Tool> = Arc::new(crate::instance::FetchUrlTool { http });
             tools.insert(fetch.name().to_string(), fetch);
@@ -173,7 +176,7 @@ impl N8n {
 }
 
 /// The tools Instance AI's sub-agents (`delegate`, planned tasks) may be given.
-pub const INSTANCE_POOL: [&str; 12] = [
+pub const INSTANCE_POOL: [&str; 13] = [
     "list_workflows",
     "get_workflow",
     "list_executions",
@@ -186,6 +189,7 @@ pub const INSTANCE_POOL: [&str; 12] = [
     "search_nodes",
     "get_node_details",
     "fetch_url",
+    "report_verdict",
 ];
 
 /// The tools of a planned `research` task.

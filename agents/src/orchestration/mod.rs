@@ -2,7 +2,7 @@
 //! ([`subagent`], the [`DelegateTool`]), planned tasks ([`PlanTool`]), deferred tools
 //! ([`SearchToolsTool`], [`LoadToolTool`], and [`crate::nodes::LlmNode::deferred`]), and human
 //! confirmation ([`confirm`], [`AskUserTool`]), and per-host approval of web access
-//! ([`gate_url`]).
+//! ([`gate_url`]), and the verify loop's state machine ([`ReportVerdictTool`]).
 //!
 //! Nothing here knows a product: the tools a sub-agent may use come from a pool the
 //! application registers ([`ToolPool`]).
@@ -14,6 +14,7 @@ mod delegate;
 mod domains;
 mod plan;
 pub mod subagent;
+mod verify;
 
 pub use ask_user::{AskUserTool, ASK_USER};
 pub use confirm::{approved, confirm, Confirmation};
@@ -24,6 +25,7 @@ pub use delegate::{DelegateTool, DELEGATE};
 pub use domains::{gate_url, host_of, Remember, APPROVED_DOMAINS};
 pub use plan::{PlanTool, PlannedTask, TaskRunner, PLAN};
 pub use subagent::{SubAgent, DEFAULT_MAX_STEPS};
+pub use verify::{ReportVerdictTool, MAX_ATTEMPTS, REPORT_VERDICT, VERIFY_LOOP};
 
 use crate::tools::Tool;
 use std::collections::BTreeMap;
@@ -39,7 +41,7 @@ pub const ORCHESTRATION_TOOLS: [&str; 4] = [DELEGATE, PLAN, SEARCH_TOOLS, LOAD_T
 
 /// The orchestration tools over `pool`: `delegate`, `plan` (its `research` tasks get
 /// `research_tools`; the kinds of `runners` run through them), `search_tools`, `load_tool` and
-/// `ask_user`.
+/// `ask_user`. ([`ReportVerdictTool`] is a pool tool: sub-agents may be given it.)
 pub fn orchestration_tools(
     pool: ToolPool,
     research_tools: Vec<String>,

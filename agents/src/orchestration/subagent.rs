@@ -111,6 +111,8 @@ impl SubAgent {
                     .reducer(Arc::new(AddMessages))
                     .default_value(json!([])),
             )
+            // Its own verify loop (report_verdict), when it is given that tool.
+            .channel(ChannelSpec::new(super::VERIFY_LOOP, ValueType::Json).default_value(json!({})))
             .node(AGENT_NODE, Arc::new(llm))
             .node(TOOLS_NODE, Arc::new(executor))
             .edge(START, AGENT_NODE)

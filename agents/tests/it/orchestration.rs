@@ -154,6 +154,7 @@ fn orchestrator(
         .channel(message_list("messages"))
         .channel(list(LOADED_TOOLS))
         .channel(ChannelSpec::new("plan", ValueType::Json))
+        .channel(ChannelSpec::new("verify_loop", ValueType::Json).default_value(json!({})))
         .node("agent", Arc::new(llm))
         .node("tools", Arc::new(executor))
         .edge(START, "agent")
@@ -665,4 +666,31 @@ async fn a_failed_task_skips_the_tasks_that_depend_on_it() {
     );
     assert_eq!(tasks[1]["status"], "skipped");
     assert_eq!(model.requests("subagent").len(), 1, "b never ran");
+}
+
+#[tokio::test]
+async fn the_verify_loop_stops_when_the_same_failure_repeats() {
+    let verdict = |v: &str, f: &str| json!({"name": "report_verdict", "args": {"subject": "wf-1", "verdict": v, "failure": f}});
+    let model = Recorder::new(json!({"responses": [
+        {"node": "agent", "tool_calls": [verdict("needs_patch", "Send failed: 401")]},
+        {"node": "agent", "tool_calls": [verdict("needs_patch", "Send failed: 403")]},
+        {"node": "agent", "text": "Stopped."}
+    ]}));
+    let verify: Arc<dyn Tool> = Arc::new(agentgraph_agents::orchestration::ReportVerdictTool);
+    let graph = orchestrator(model.clone(), vec![verify], None);
+    let out = graph
+        .invoke(ask("verify"), RunConfig::thread("t"))
+        .await
+        .expect("run");
+    let msgs = tool_messages(&out.values);
+    assert_eq!(msgs[0]["content"]["phase"], "patching");
+    assert_eq!(msgs[1]["content"]["phase"], "failed_terminal");
+    assert!(msgs[1]["content"]["next"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("Stop"));
+    assert_eq!(
+        out.values["verify_loop"]["wf-1"]["phase"],
+        "failed_terminal"
+    );
 }

@@ -589,7 +589,7 @@ async fn a_build_workflow_task_runs_the_builder_and_creates_the_workflow_in_n8n(
 }
 
 /// The tools of the orchestrator's `all` set, as the shipped graph lists them.
-const ORCHESTRATOR_TOOLS: [&str; 17] = [
+const ORCHESTRATOR_TOOLS: [&str; 18] = [
     "plan",
     "delegate",
     "ask_user",
@@ -607,6 +607,7 @@ const ORCHESTRATOR_TOOLS: [&str; 17] = [
     "workflow_credentials",
     "search_nodes",
     "get_node_details",
+    "report_verdict",
 ];
 
 /// Estimated tokens of tool specs as a request carries them (name, description, schema).
@@ -642,10 +643,10 @@ fn deferred_tools_keep_most_tool_tokens_out_of_the_orchestrators_requests() {
     );
     let two = deferred.request(&loaded, None).expect("request").tools;
     assert_eq!(two.len(), 8);
-    // Measured with these tools: 2,972 estimated tokens offered in full, 1,170 with only the
-    // core six (39 %); the bounds leave room for small wording changes.
+    // Measured with these tools: 3,215 estimated tokens offered in full, 1,170 with only the
+    // core six (36 %); the bounds leave room for small wording changes.
     println!("tool tokens: full {full}, deferred {lean}");
-    assert!((2_700..3_200).contains(&full), "full: {full}");
+    assert!((2_950..3_450).contains(&full), "full: {full}");
     assert!((1_000..1_300).contains(&lean), "deferred: {lean}");
-    assert!(lean * 100 / full <= 42, "{lean} of {full}");
+    assert!(lean * 100 / full <= 40, "{lean} of {full}");
 }
