@@ -6,7 +6,8 @@
 //! pricing, token budgets and history compaction), the agent nodes ([`nodes`]: `llm`,
 //! `tool_executor`, `compact`, `agent_output`), the [`tools::Tool`] trait with argument
 //! validation against JSON schemas, and chat memory stores ([`memory`]: buffer, window, sled,
-//! Redis).
+//! Redis), and deep-agent primitives ([`orchestration`]: sub-agents, `delegate`, `plan`,
+//! deferred tools, confirmation).
 //!
 //! The engine (`agentgraph-runtime`) knows nothing of this crate: agent nodes are ordinary
 //! [`agentgraph_runtime::Node`]s.
@@ -16,4 +17,5 @@
 pub mod memory;
 pub mod models;
 pub mod nodes;
+pub mod orchestration;
 pub mod tools;

@@ -14,6 +14,9 @@
 //! - [`execute`]: running a workflow in n8n through a temporary webhook copy;
 //! - [`run_tool`]: `run_workflow`, a builder tool that runs the workflow in n8n once the
 //!   user confirms;
+//! - [`instance`]: Instance AI's domain tools over a running n8n (workflows, executions,
+//!   credential needs; destructive ones confirmed by the user), registered with the
+//!   orchestration tools (`graphs/instance-ai/orchestrator.ag`);
 //! - [`deploy`]: a builder thread's workflow deployed to n8n, its id kept in the thread;
 //! - [`workflow_summary`]: a built workflow for people (`agentgraph chat`).
 //!
@@ -30,6 +33,7 @@ pub mod catalogue;
 pub mod client;
 pub mod deploy;
 pub mod execute;
+pub mod instance;
 mod registry;
 pub mod run_tool;
 mod validate;
@@ -38,7 +42,7 @@ pub use builder::{builder_graph, workflow_of, workflow_summary, BUILDER_GRAPHS};
 pub use catalogue::{
     CatalogueLoadError, CatalogueSource, LoadedCatalogue, Origin, Resolution, CATALOGUE_ENV,
 };
-pub use registry::{FallbackHook, N8n, RegistryFactory};
+pub use registry::{FallbackHook, N8n, RegistryFactory, INSTANCE_POOL, RESEARCH_TOOLS};
 pub use validate::{validate_file, ValidateError, Validation};
 
 /// The builder's chat page (static HTML and JS, no build step), served at `/chat`.

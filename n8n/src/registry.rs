@@ -95,6 +95,24 @@ impl N8n {
         // Names, docs, reducers and kinds, over an empty catalogue (cheap) ...
         register(&mut reg, Arc::new(Catalogue::new()));
         // ... then the catalogue-bound parts are swapped for ones that load it on first use.
+        agentgraph_dsl::agents::register(&mut reg, self.tool_map());
+        let n8n = self.clone();
+        reg.register_function(
+            agentgraph_std_tools::dsl::STRUCTURE_PROBLEMS,
+            agentgraph_std_tools::dsl::structure_problems_function(move || n8n.catalogue()),
+        );
+        if let Some(kind) = reg.kinds.get_mut(APPLY_OPERATIONS) {
+            kind.factory = Some(Arc::new(LazyKind {
+                kind: APPLY_OPERATIONS,
+                n8n: self.clone(),
+            }));
+        }
+        reg
+    }
+
+    /// Every tool a graph may name: the builder's (loading the catalogue on first use),
+    /// `run_workflow`, and Instance AI's ([`N8n::add_instance_tools`]).
+    pub fn tool_map(self: &Arc<Self>) -> ToolMap {
         let mut lazy: ToolMap = all_tools(Arc::new(Catalogue::new()))
             .into_iter()
             .map(|(name, t)| {
@@ -116,19 +134,38 @@ impl N8n {
             crate::run_tool::RUN_WORKFLOW.to_string(),
             Arc::new(crate::run_tool::RunWorkflowTool),
         );
-        agentgraph_dsl::agents::register(&mut reg, lazy);
+        self.add_instance_tools(&mut lazy);
+        lazy
+    }
+
+    /// Instance AI's tools: the domain tools over a running n8n, `fetch_url`, the verify
+    /// loop's `report_verdict`, and the orchestration tools (`delegate`, `plan`,
+    /// `search_tools`, `load_tool`, `ask_user`) whose sub-agents may use the domain tools
+    /// ([`INSTANCE_POOL`]).
+    fn add_instance_tools(self: &Arc<Self>, tools: &mut ToolMap) {
         let n8n = self.clone();
-        reg.register_function(
-            agentgraph_std_tools::dsl::STRUCTURE_PROBLEMS,
-            agentgraph_std_tools::dsl::structure_problems_function(move || n8n.catalogue()),
-        );
-        if let Some(kind) = reg.kinds.get_mut(APPLY_OPERATIONS) {
-            kind.factory = Some(Arc::new(LazyKind {
-                kind: APPLY_OPERATIONS,
-                n8n: self.clone(),
-            }));
+        for t in crate::instance::tools(Arc::new(move || n8n.catalogue())) {
+            tools.insert(t.name().to_string(), t);
         }
-        reg
+        let verdict: Arc<dyn Tool> = Arc::new(agentgraph_agents::orchestration::ReportVerdictTool);
+        tools.insert(verdict.name().to_string(), verdict);
+        if let Some(http) = tools.get("http_request").cloned() {
+            let fetch: Arc<dyn Tool> = Arc::new(crate::instance::FetchUrlTool { http });
+            tools.insert(fetch.name().to_string(), fetch);
+        }
+        let pool: ToolMap = INSTANCE_POOL
+            .iter()
+            .filter_map(|n| tools.get(*n).map(|t| (n.to_string(), t.clone())))
+            .collect();
+        let research = RESEARCH_TOOLS.iter().map(|n| n.to_string()).collect();
+        let build: Arc<dyn agentgraph_agents::orchestration::TaskRunner> =
+            Arc::new(crate::instance::BuildWorkflowRunner::new(self.clone()));
+        let runners = vec![("build-workflow".to_string(), build)];
+        for t in
+            agentgraph_agents::orchestration::orchestration_tools(Arc::new(pool), research, runners)
+        {
+            tools.insert(t.name().to_string(), t);
+        }
     }
 
     /// A factory of [`N8n::registry`], for the CLI and the server.
@@ -137,6 +174,26 @@ impl N8n {
         Arc::new(move || n8n.registry())
     }
 }
+
+/// The tools Instance AI's sub-agents (`delegate`, planned tasks) may be given.
+pub const INSTANCE_POOL: [&str; 13] = [
+    "list_workflows",
+    "get_workflow",
+    "list_executions",
+    "get_execution",
+    "activate_workflow",
+    "deactivate_workflow",
+    "delete_workflow",
+    "workflow_credentials",
+    "run_workflow",
+    "search_nodes",
+    "get_node_details",
+    "fetch_url",
+    "report_verdict",
+];
+
+/// The tools of a planned `research` task.
+pub const RESEARCH_TOOLS: [&str; 3] = ["fetch_url", "search_nodes", "get_node_details"];
 
 /// The std-tools kind that needs the catalogue to build its node.
 const APPLY_OPERATIONS: &str = "apply_operations";
@@ -262,8 +319,22 @@ mod tests {
         assert!(reg.kinds.contains_key("apply_operations"));
         compiles(&n8n, "examples/counter.ag");
         compiles(&n8n, "agents/react-agent.ag");
+        compiles(&n8n, "instance-ai/orchestrator.ag");
         assert!(!n8n.catalogue_loaded());
         assert_eq!(fallbacks.load(Ordering::SeqCst), 0);
+    }
+
+    #[test]
+    fn sub_agents_may_use_the_domain_tools_and_nothing_that_delegates() {
+        let n8n = N8n::new(CatalogueSource::Builtin);
+        let tools = n8n.tool_map();
+        for name in INSTANCE_POOL.iter().chain(RESEARCH_TOOLS.iter()) {
+            assert!(tools.contains_key(*name), "{name} is registered");
+        }
+        for name in agentgraph_agents::orchestration::ORCHESTRATION_TOOLS {
+            assert!(tools.contains_key(name), "{name} is registered");
+            assert!(!INSTANCE_POOL.contains(&name), "{name} is not in the pool");
+        }
     }
 
     #[test]

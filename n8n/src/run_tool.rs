@@ -1,5 +1,6 @@
-//! `run_workflow`: a builder tool that runs the current workflow in n8n and reports each
-//! node's result, so an agent can check what it built. Running has side effects (a webhook
+//! `run_workflow`: runs a workflow in n8n and reports each node's result — the thread's
+//! current workflow (the builder checks what it built), or a stored one by `workflowId`
+//! (Instance AI). Running has side effects (a webhook
 //! call, whatever the nodes do), so every call first asks the user: it interrupts with a
 //! confirmation request and runs only when resumed with an approval (`true`, `"yes"`, or
 //! `{"approved": true}`); anything else is reported to the model as declined.
@@ -62,38 +63,57 @@ impl Tool for RunWorkflowTool {
     }
 
     fn description(&self) -> &str {
-        "Run the current workflow once in the user's n8n (after the user confirms) and get each \
-         node's output or error. Use it after validation to check that the workflow works. It \
-         needs a Webhook, Manual or Execute Workflow trigger; `input` is the webhook's body or \
-         the trigger's item."
+        "Run a workflow once in the user's n8n (after the user confirms) and get each node's \
+         output or error: the workflow with id `workflowId`, else the current (built) workflow. \
+         It needs a Webhook, Manual or Execute Workflow trigger; `input` is the webhook's body \
+         or the trigger's item."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "input": {"type": "object", "description": "The data the trigger receives (default {})."}
+                "input": {"type": "object", "description": "The data the trigger receives (default {})."},
+                "workflowId": {"type": "string", "description": "A stored workflow's id (from list_workflows); omit for the current workflow."}
             },
             "additionalProperties": false
         })
     }
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let workflow = current_workflow(ctx)?;
-        if workflow.nodes.is_empty() {
-            return Err(ToolError::new(
-                "EMPTY_WORKFLOW",
-                "the workflow has no nodes yet: build it before running it",
-            ));
-        }
         let client = N8nClient::from_env_or(None, None).map_err(|e| {
             ToolError::new(
                 "N8N_NOT_CONFIGURED",
                 format!("cannot run the workflow: {e}"),
             )
         })?;
+        let (wf, name) = match args.get("workflowId").and_then(Value::as_str) {
+            Some(id) => {
+                let wf = client
+                    .get_workflow(id)
+                    .await
+                    .map_err(crate::instance::tool_error)?;
+                let name = wf["name"].as_str().unwrap_or_default().to_string();
+                (wf, name)
+            }
+            None => {
+                let workflow = current_workflow(ctx)?;
+                if workflow.nodes.is_empty() {
+                    return Err(ToolError::new(
+                        "EMPTY_WORKFLOW",
+                        "the workflow has no nodes yet: build it before running it",
+                    ));
+                }
+                let wf = serde_json::to_value(&workflow).map_err(|e| {
+                    ToolError::new(
+                        "INVALID_WORKFLOW",
+                        format!("the workflow cannot be sent: {e}"),
+                    )
+                })?;
+                (wf, workflow.name.clone().unwrap_or_default())
+            }
+        };
         let input = args.get("input").cloned().unwrap_or_else(|| json!({}));
-        let name = workflow.name.clone().unwrap_or_default();
         let answer = ctx.interrupt(json!({
             "kind": "confirm",
             "action": RUN_WORKFLOW,
@@ -108,12 +128,6 @@ impl Tool for RunWorkflowTool {
                 "The user declined to run the workflow. Do not run it again unless they ask.",
             ));
         }
-        let wf = serde_json::to_value(&workflow).map_err(|e| {
-            ToolError::new(
-                "INVALID_WORKFLOW",
-                format!("the workflow cannot be sent: {e}"),
-            )
-        })?;
         match run_workflow(&client, &wf, &input, &RunOptions::default()).await {
             Ok(report) => Ok(ToolOutput::text(summary(&report))),
             Err(ExecuteError::Client(e)) if e.is_rejection() => Err(ToolError::new(

@@ -24,7 +24,9 @@
 //! `stop_reason` defaults to `tool_use` when there are tool calls, else `end_turn`. A response
 //! may carry `"match": "text"`: it is then only given to a request that contains the text, and
 //! consecutive responses with `match` may be used in any order (for calls made concurrently,
-//! such as parallel tool calls that call the model themselves). When every
+//! such as parallel tool calls that call the model themselves). `{{last_tool}}` in a `text` is
+//! replaced by the content of the request's last tool message, so a scripted answer can report
+//! what a tool really returned (end-to-end tests against live services). When every
 //! response has been used, the next call fails with [`ModelError::Script`] saying so.
 //!
 //! The text streams through [`CallContext::on_event`] word by word, and each tool call as one
@@ -38,6 +40,23 @@ use serde_json::Value;
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+/// In a response's text, replaced by the content of the request's last tool message.
+const LAST_TOOL: &str = "{{last_tool}}";
+
+/// The content of the last tool message of `req` (a string as is, JSON as text).
+fn last_tool_content(req: &ModelRequest) -> String {
+    req.messages
+        .iter()
+        .rev()
+        .find(|m| m.get("type").and_then(Value::as_str) == Some("tool"))
+        .and_then(|m| m.get("content"))
+        .map(|c| match c {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
 
 /// One scripted answer.
 #[derive(Debug, Clone, Deserialize)]
@@ -278,7 +297,10 @@ impl ChatModel for ScriptedModel {
         if ctx.cancel.is_cancelled() {
             return Err(ModelError::Cancelled);
         }
-        let (index, r) = self.take(ctx, req)?;
+        let (index, mut r) = self.take(ctx, req)?;
+        if r.text.contains(LAST_TOOL) {
+            r.text = r.text.replace(LAST_TOOL, &last_tool_content(req));
+        }
         let tool_calls: Vec<ToolCall> = r
             .tool_calls
             .iter()

@@ -19,6 +19,8 @@
 //! # Templated prompts and `tool_choice` see a `send` task's payload keys (they shadow channels).
 //! # `parallel_tool_calls: false` asks for one tool call per answer (null: the provider's default).
 //! # `max_calls: 30` fails the node (MAX_CALLS) once the conversation holds 30 AI answers.
+//! # `core_tools: ["plan", "delegate"], loaded_tools: loaded` offers only those tools plus the
+//! # ones named in channel `loaded` (deferred tools: `search_tools` finds, `load_tool` loads).
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
 //! node tools: tool_executor { tools: kit, model: main, usage: usage,
 //!                             settings: { http_request: {} }, repeat_limit: 2, repeats: repeats,
@@ -83,6 +85,8 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::writes("summary"),
             EntrySpec::value("compact_instructions"),
             EntrySpec::value("max_calls"),
+            EntrySpec::value("core_tools"),
+            EntrySpec::value("loaded_tools"),
         ],
         "calls a chat model with the conversation and bound tools; writes its answer",
         Arc::new(LlmFactory {
@@ -257,6 +261,26 @@ impl NodeFactory for LlmFactory {
                 .filter(|n| *n > 0)
                 .ok_or("`max_calls` is a positive integer")?;
             node = node.max_calls(max as usize);
+        }
+        if let Some(core) = b.constant("core_tools")? {
+            let core: std::collections::BTreeSet<String> = core
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|v| v.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .ok_or("`core_tools` is a list of tool names (strings)")?;
+            let loaded_channel = b
+                .channel("loaded_tools")
+                .unwrap_or(agentgraph_agents::orchestration::LOADED_TOOLS)
+                .to_string();
+            node = node.deferred(agentgraph_agents::orchestration::DeferredTools {
+                core,
+                loaded_channel,
+            });
+        } else if b.has("loaded_tools") {
+            return Err("`loaded_tools` goes with `core_tools` (the tools always offered)".into());
         }
         Ok(Arc::new(node))
     }

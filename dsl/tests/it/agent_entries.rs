@@ -59,3 +59,23 @@ fn a_bad_overflow_policy_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn deferred_tool_entries_compile_and_are_checked() {
+    compile(
+        r#", core_tools: ["plan", "delegate"], loaded_tools: summary"#,
+        "",
+    )
+    .expect("compiles");
+    compile(r#", core_tools: []"#, "").expect("the default loaded-tools channel");
+    let err = compile(r#", core_tools: "plan""#, "").expect_err("refused");
+    assert!(
+        err.contains("`core_tools` is a list of tool names"),
+        "{err}"
+    );
+    let err = compile(", loaded_tools: summary", "").expect_err("refused");
+    assert!(
+        err.contains("`loaded_tools` goes with `core_tools`"),
+        "{err}"
+    );
+}

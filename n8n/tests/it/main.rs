@@ -9,6 +9,7 @@ mod browser;
 mod catalogue;
 mod client;
 mod corpus;
+mod instance_ai;
 mod run;
 mod run_tool;
 mod studio;

@@ -32,6 +32,7 @@ impl LlmNode {
             max_iterations: None,
             on_overflow: Some(OverflowCompaction::default()),
             max_calls: None,
+            deferred: None,
         }
     }
 
@@ -130,6 +131,13 @@ impl LlmNode {
         self
     }
 
+    /// Offers the core tools of `deferred` on every call and the others only once their
+    /// names are in its loaded-tools channel.
+    pub fn deferred(mut self, deferred: crate::orchestration::DeferredTools) -> Self {
+        self.deferred = Some(deferred);
+        self
+    }
+
     /// Sets the tool choice.
     pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
         self.tool_choice = choice;
@@ -187,7 +195,15 @@ impl LlmNode {
         Ok(ModelRequest {
             system,
             messages,
-            tools: self.tools.clone(),
+            tools: match &self.deferred {
+                Some(d) => self
+                    .tools
+                    .iter()
+                    .filter(|t| d.offers(state, &t.name))
+                    .cloned()
+                    .collect(),
+                None => self.tools.clone(),
+            },
             tool_choice,
             parallel_tool_calls: self.parallel_tool_calls,
             max_tokens: self.max_tokens,

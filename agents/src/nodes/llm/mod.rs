@@ -77,6 +77,8 @@ pub type ToolChoiceFn =
 ///   changes.
 /// * With [`LlmNode::tool_choice_fn`], the tool choice is picked from the state (and the send
 ///   payload) on each call.
+/// * With [`LlmNode::deferred`], a call offers only the core tools and the tools named in the
+///   loaded-tools channel (see [`crate::orchestration`]'s `search_tools` and `load_tool`).
 #[derive(Clone)]
 pub struct LlmNode {
     /// The model.
@@ -119,6 +121,8 @@ pub struct LlmNode {
     pub on_overflow: Option<OverflowCompaction>,
     /// The most AI answers in the whole conversation.
     pub max_calls: Option<usize>,
+    /// Offers only the core tools plus those loaded in the thread ([`LlmNode::deferred`]).
+    pub deferred: Option<crate::orchestration::DeferredTools>,
 }
 
 fn node_error(model: &str, e: ModelError) -> NodeError {
