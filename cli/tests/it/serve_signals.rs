@@ -371,6 +371,77 @@ async fn a_client_reconnecting_after_a_sigkill_sees_the_run_end() {
     }
 }
 
+/// Twenty SIGKILLs at pseudo-random moments of one thread's runs: after each, a restart, a
+/// client reconnecting with the last id it received sees the run end (`interrupted`), the
+/// thread is resumed, and the next kill comes after a random number of its events. Over all
+/// connections the client sees every id once, in increasing order.
+#[tokio::test(flavor = "multi_thread")]
+async fn twenty_sigkills_at_random_moments_replay_every_event_once() {
+    const KILLS: usize = 20;
+    let db = tempfile::tempdir().expect("tempdir");
+    let http = reqwest::Client::new();
+    let thread = "kill-twenty";
+    // A fixed-seed generator: the moments vary from round to round, the same in every run.
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next_moment = || {
+        seed = seed
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        1 + (seed >> 33) as usize % 25
+    };
+    let mut seen: Vec<u64> = Vec::new();
+    let mut ends = 0;
+    for round in 0..=KILLS {
+        let mut s = start(&examples(), db.path());
+        if let Some(&last) = seen.last() {
+            // The run the previous round killed ends, with an id above every id seen.
+            let mut resp = http
+                .get(format!("{}/threads/{thread}/events", s.base))
+                .header("Last-Event-ID", last.to_string())
+                .send()
+                .await
+                .expect("sse");
+            let after = read_events(&mut resp, |evs| {
+                evs.iter()
+                    .any(|(_, v)| v["mode"] == "run" && v["data"]["status"] == "interrupted")
+            })
+            .await;
+            seen.extend(after.iter().map(|(id, _)| *id));
+            ends += 1;
+        }
+        if round == KILLS {
+            break;
+        }
+        let from = seen.last().copied().unwrap_or(0);
+        let mut resp = http
+            .get(format!("{}/threads/{thread}/events", s.base))
+            .header("Last-Event-ID", from.to_string())
+            .send()
+            .await
+            .expect("sse");
+        let (st, v) = if round == 0 {
+            let body: Value = serde_json::from_str(LONG_RUN).expect("json");
+            s.post(&http, &format!("/threads/{thread}/runs"), body)
+                .await
+        } else {
+            s.post(&http, &format!("/threads/{thread}/resume"), json!({}))
+                .await
+        };
+        assert_eq!(st, 202, "round {round}: {v}");
+        let moment = next_moment();
+        let got = read_events(&mut resp, |evs| evs.len() >= moment).await;
+        s.signal(libc::SIGKILL);
+        s.wait_exit(Duration::from_secs(10));
+        drop(s);
+        seen.extend(got.iter().map(|(id, _)| *id));
+    }
+    assert_eq!(ends, KILLS, "every kill's run end was seen");
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "an id came twice or out of order: {seen:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_broken_graph_edit_is_reported_on_stderr() {
     let db = tempfile::tempdir().expect("tempdir");
