@@ -32,6 +32,48 @@ pub enum GraphLoadError {
     Io(String),
 }
 
+/// Rewrites every path under the graphs folder `root` in a check's messages and diagnostics
+/// to its path relative to that folder: clients learn where a problem is in the graph, never
+/// where the server keeps its files.
+fn hide_root(checked: &mut Checked, root: &Path) {
+    let mut prefixes: Vec<String> = vec![format!("{}/", root.display())];
+    if let Ok(canonical) = root.canonicalize() {
+        prefixes.push(format!("{}/", canonical.display()));
+    }
+    // Longest first, so a prefix of another prefix does not cut it short.
+    prefixes.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    prefixes.dedup();
+    let scrub = |s: &mut String| {
+        for p in &prefixes {
+            if s.contains(p.as_str()) {
+                *s = s.replace(p.as_str(), "");
+            }
+        }
+    };
+    fn walk(v: &mut Value, scrub: &dyn Fn(&mut String)) {
+        match v {
+            Value::String(s) => scrub(s),
+            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, scrub)),
+            Value::Object(o) => o.values_mut().for_each(|x| walk(x, scrub)),
+            _ => {}
+        }
+    }
+    checked.diagnostics.iter_mut().for_each(|d| walk(d, &scrub));
+    match &mut checked.result {
+        Err(GraphLoadError::Invalid {
+            message,
+            diagnostics,
+        }) => {
+            scrub(message);
+            diagnostics.iter_mut().for_each(|d| walk(d, &scrub));
+        }
+        Err(GraphLoadError::Io(m) | GraphLoadError::NotFound(m) | GraphLoadError::BadName(m)) => {
+            scrub(m)
+        }
+        Ok(_) => {}
+    }
+}
+
 impl From<GraphLoadError> for ApiError {
     fn from(e: GraphLoadError) -> Self {
         match e {
@@ -139,7 +181,9 @@ impl GraphCache {
 
     /// Loads, checks and compiles `path`, noting the files it was built from (not cached).
     pub(crate) fn check(&self, path: &Path) -> Checked {
-        check_file(path, &self.registry, &self.storage)
+        let mut checked = check_file(path, &self.registry, &self.storage);
+        hide_root(&mut checked, &self.root);
+        checked
     }
 
     /// The compiled graph named `name`, compiling it on first use (on a blocking thread).
@@ -154,9 +198,10 @@ impl GraphCache {
             return Ok((g, lock(&self.versions).get(&path).cloned()));
         }
         let (reg, cp, p) = (self.registry.clone(), self.storage.clone(), path.clone());
-        let checked = tokio::task::spawn_blocking(move || check_file(&p, &reg, &cp))
+        let mut checked = tokio::task::spawn_blocking(move || check_file(&p, &reg, &cp))
             .await
-            .map_err(|e| GraphLoadError::Io(format!("compiling {}: {e}", path.display())))?;
+            .map_err(|e| GraphLoadError::Io(format!("compiling {}: {e}", self.relative(&path))))?;
+        hide_root(&mut checked, &self.root);
         let g = checked.result?;
         let mut graphs = lock(&self.graphs);
         if let Some(g) = graphs.get(&path) {

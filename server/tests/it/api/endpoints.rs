@@ -124,6 +124,18 @@ async fn errors_have_codes_and_statuses() {
         diags.iter().any(|d| d.to_string().contains("nowhere")),
         "{v}"
     );
+    // Files are named relative to the graphs folder: clients never learn where the server
+    // keeps them.
+    assert!(diags.iter().all(|d| d["file"] == "broken.ag"), "{v}");
+    let (_, listed) = s.get("/graphs").await;
+    let root = graphs_dir();
+    let canonical = root.canonicalize().expect("canonical");
+    for text in [v.to_string(), listed.to_string()] {
+        for dir in [&root, &canonical] {
+            let dir = dir.display().to_string();
+            assert!(!text.contains(&dir), "{dir} in {text}");
+        }
+    }
 
     // A thread of one graph is not re-bound to another: 409 before anything runs, and its
     // state stays readable.
