@@ -277,24 +277,8 @@ impl EventStore {
     /// found locked is tried again for up to two seconds before the error is reported.
     pub fn open(dir: &std::path::Path, limits: EventLimits) -> Result<Self, ServerError> {
         let config = sled::Config::new().path(dir).mode(sled::Mode::LowSpace);
-        let mut tries = 0;
-        let db = loop {
-            match config.open() {
-                Ok(db) => break db,
-                Err(sled::Error::Io(e))
-                    if e.to_string().contains("could not acquire lock") && tries < 40 =>
-                {
-                    tries += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                Err(e) => {
-                    return Err(ServerError::Storage(format!(
-                        "opening {}: {e}",
-                        dir.display()
-                    )))
-                }
-            }
-        };
+        let db = agentgraph_runtime::checkpoint::open_sled(&config)
+            .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
         let tree = WalTree::open(db.clone(), "server", dir, WalSettings::default())
             .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
         migrate(&db, &tree)?;

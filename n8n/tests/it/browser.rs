@@ -175,6 +175,13 @@ impl Browser {
         path: &str,
         body: Option<Value>,
     ) -> Value {
+        let v = self.raw_cmd(method, path, body).await;
+        assert!(v["value"]["error"].is_null(), "webdriver {path}: {v}");
+        v["value"].clone()
+    }
+
+    /// One WebDriver command; the driver's whole answer, error or not.
+    async fn raw_cmd(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> Value {
         let url = if self.session.is_empty() {
             format!("{}/{path}", self.url)
         } else {
@@ -185,15 +192,12 @@ impl Browser {
         if let Some(b) = body {
             req = req.json(&b);
         }
-        let v: Value = req
-            .send()
+        req.send()
             .await
             .expect("webdriver")
             .json()
             .await
-            .expect("json");
-        assert!(v["value"]["error"].is_null(), "webdriver {path}: {v}");
-        v["value"].clone()
+            .expect("json")
     }
 
     pub(crate) async fn goto(&self, url: &str) {
@@ -239,14 +243,36 @@ impl Browser {
         .await;
     }
 
+    /// Clicks the element `css` names. A page that is still laying the element out (or has
+    /// just drawn it again) answers "not interactable" or "stale": the element is found again
+    /// and the click retried, for up to ten seconds.
     pub(crate) async fn click(&self, css: &str) {
-        let el = self.element(css).await;
-        self.cmd(
-            reqwest::Method::POST,
-            &format!("element/{el}/click"),
-            Some(json!({})),
-        )
-        .await;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let el = self.element(css).await;
+            let v = self
+                .raw_cmd(
+                    reqwest::Method::POST,
+                    &format!("element/{el}/click"),
+                    Some(json!({})),
+                )
+                .await;
+            let error = v["value"]["error"].as_str().unwrap_or("");
+            let retryable = matches!(
+                error,
+                "element not interactable"
+                    | "stale element reference"
+                    | "element click intercepted"
+            );
+            if error.is_empty() {
+                return;
+            }
+            assert!(
+                retryable && Instant::now() < deadline,
+                "webdriver click {css}: {v}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
     }
 
     /// Polls `script` (a JS expression) until it is truthy; returns its value.

@@ -57,6 +57,26 @@ fn backend(e: impl std::fmt::Display) -> CheckpointError {
     CheckpointError::Backend(e.to_string())
 }
 
+/// Opens the sled database `config` describes. A database of this process that was just
+/// dropped may still be held for a moment by background work that keeps a handle until it
+/// returns (a flush handed to a blocking thread), so a folder found locked is tried again for
+/// up to two seconds before the error is returned: a restart in one process then waits for
+/// its previous store instead of failing.
+pub fn open_sled(config: &sled::Config) -> sled::Result<sled::Db> {
+    let mut tries = 0;
+    loop {
+        match config.open() {
+            Err(sled::Error::Io(e))
+                if e.to_string().contains("could not acquire lock") && tries < 40 =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
+}
+
 impl KvCheckpointer<SledStore> {
     /// Opens (or creates) a sled store in the folder `path`, replaying what a crash left in its
     /// write-ahead log.
@@ -70,25 +90,24 @@ impl KvCheckpointer<SledStore> {
         options: SledOptions,
     ) -> Result<Self, CheckpointError> {
         let path = path.as_ref().to_path_buf();
-        let db = sled::Config::new()
+        let config = sled::Config::new()
             .path(&path)
             .cache_capacity(options.cache_bytes)
             .mode(sled::Mode::LowSpace)
             .use_compression(true)
-            .compression_factor(1)
-            .open()
-            .map_err(|e| match &e {
-                // sled takes an exclusive file lock on the folder; it reports a failure to
-                // take it as an `Other` I/O error with this text.
-                sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-                    CheckpointError::Backend(format!(
-                        "opening {}: the store is in use by another process (sled allows one \
+            .compression_factor(1);
+        let db = open_sled(&config).map_err(|e| match &e {
+            // sled takes an exclusive file lock on the folder; it reports a failure to
+            // take it as an `Other` I/O error with this text.
+            sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
+                CheckpointError::Backend(format!(
+                    "opening {}: the store is in use by another process (sled allows one \
                          process per folder); stop that process, or use another folder",
-                        path.display()
-                    ))
-                }
-                _ => CheckpointError::Backend(format!("opening {}: {e}", path.display())),
-            })?;
+                    path.display()
+                ))
+            }
+            _ => CheckpointError::Backend(format!("opening {}: {e}", path.display())),
+        })?;
         // sled's own flush writes its log with `sync_file_range` on Linux, which survives a
         // killed process but neither flushes the disk's write cache nor the file's metadata;
         // the write-ahead log follows each sled flush with an `fdatasync` of sled's log file,
