@@ -285,18 +285,7 @@ async fn resume(
     };
     let modes = modes(req.stream_modes)?;
     runs::ensure_idle(&state, &thread)?;
-    let name = match req.graph {
-        Some(g) => g,
-        None => state.inner.events.graph_of(&thread)?.ok_or_else(|| {
-            ApiError::not_found("THREAD_NOT_FOUND", format!("no thread {thread}"))
-        })?,
-    };
-    // The version the thread started with, even if the file was reloaded since.
-    let graph = state
-        .inner
-        .graphs
-        .pinned(&state.inner.events, &thread, &name)
-        .await?;
+    let (name, graph) = thread_graph_pinned(&state, &thread, req.graph).await?;
     let answer = match req.values_by_id {
         Some(map) => Resume::ById(map),
         None => Resume::Value(req.value),
@@ -480,6 +469,27 @@ async fn metrics(Extension(caller): Extension<Caller>) -> Response {
         crate::telemetry::metrics().render(),
     )
         .into_response()
+}
+
+/// The graph a thread continues on: the one named (else the one the thread last ran), in the
+/// version the thread started with even if the file was reloaded since. For resume and fork.
+pub(crate) async fn thread_graph_pinned(
+    state: &ServerState,
+    thread: &str,
+    graph: Option<String>,
+) -> ApiResult<(String, Versioned)> {
+    let name = match graph {
+        Some(g) => g,
+        None => state.inner.events.graph_of(thread)?.ok_or_else(|| {
+            ApiError::not_found("THREAD_NOT_FOUND", format!("no thread {thread}"))
+        })?,
+    };
+    let graph = state
+        .inner
+        .graphs
+        .pinned(&state.inner.events, thread, &name)
+        .await?;
+    Ok((name, graph))
 }
 
 #[derive(Deserialize)]

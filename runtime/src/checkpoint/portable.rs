@@ -13,7 +13,10 @@
 //! thread and may be imported in any order. Everything streams: a page of checkpoints at a
 //! time, never a whole thread.
 
-use super::{ChannelEntry, Checkpoint, CheckpointError, Checkpointer, ListQuery, PendingWrite};
+use super::{
+    ChannelEntry, Checkpoint, CheckpointError, CheckpointTuple, Checkpointer, ListQuery,
+    PendingWrite,
+};
 use crate::ids::CheckpointId;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -112,6 +115,36 @@ pub enum PortableError {
     ThreadExists(String),
 }
 
+/// A thread's checkpoints a page at a time, newest first (every namespace).
+#[derive(Default)]
+struct Pages {
+    before: Option<CheckpointId>,
+    done: bool,
+}
+
+impl Pages {
+    /// The next page, `None` after the last.
+    async fn next(
+        &mut self,
+        cp: &dyn Checkpointer,
+        thread: &str,
+    ) -> Result<Option<Vec<CheckpointTuple>>, CheckpointError> {
+        if self.done {
+            return Ok(None);
+        }
+        let query = ListQuery {
+            ns: None,
+            before: self.before,
+            limit: Some(PAGE),
+            ..ListQuery::default()
+        };
+        let page = cp.list(thread, &query).await?;
+        self.done = page.len() < PAGE;
+        self.before = page.last().map(|t| t.checkpoint.id);
+        Ok((!page.is_empty()).then_some(page))
+    }
+}
+
 /// Visits every checkpoint of `thread` (newest first, a page at a time) with its blobs.
 async fn each_checkpoint<F>(
     cp: &dyn Checkpointer,
@@ -121,20 +154,8 @@ async fn each_checkpoint<F>(
 where
     F: FnMut(Record) -> Result<(), CheckpointError>,
 {
-    let mut before: Option<CheckpointId> = None;
-    loop {
-        let query = ListQuery {
-            ns: None,
-            before,
-            limit: Some(PAGE),
-            ..ListQuery::default()
-        };
-        let page = cp.list(thread, &query).await?;
-        let Some(last) = page.last() else {
-            return Ok(());
-        };
-        before = Some(last.checkpoint.id);
-        let full = page.len() == PAGE;
+    let mut pages = Pages::default();
+    while let Some(page) = pages.next(cp, thread).await? {
         for t in page {
             let mut blobs = BTreeMap::new();
             for (channel, version) in &t.checkpoint.channel_versions {
@@ -159,10 +180,8 @@ where
                 writes: t.pending_writes,
             })?;
         }
-        if !full {
-            return Ok(());
-        }
     }
+    Ok(())
 }
 
 fn count(stats: &mut PortableStats, record: &Record) {
@@ -368,20 +387,8 @@ async fn check_thread(
 ) -> Result<(), CheckpointError> {
     // Blobs already followed, by (namespace, channel, id): each chain link is read once.
     let mut reached: HashSet<(String, String, CheckpointId)> = HashSet::new();
-    let mut before: Option<CheckpointId> = None;
-    loop {
-        let query = ListQuery {
-            ns: None,
-            before,
-            limit: Some(PAGE),
-            ..ListQuery::default()
-        };
-        let page = cp.list(thread, &query).await?;
-        let Some(last) = page.last() else {
-            return Ok(());
-        };
-        before = Some(last.checkpoint.id);
-        let full = page.len() == PAGE;
+    let mut pages = Pages::default();
+    while let Some(page) = pages.next(cp, thread).await? {
         for t in &page {
             stats.checkpoints += 1;
             stats.writes += t.pending_writes.len();
@@ -406,8 +413,6 @@ async fn check_thread(
                 }
             }
         }
-        if !full {
-            return Ok(());
-        }
     }
+    Ok(())
 }

@@ -133,3 +133,57 @@ async fn a_file_that_is_not_an_export_is_refused_with_its_line() {
     }
     assert!(dst.list_threads().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn threads_longer_than_a_page_go_through_whole() {
+    use agentgraph_runtime::checkpoint::{ChannelEntry, Checkpoint};
+    use std::collections::BTreeMap;
+    // 600 checkpoints (more than two pages of 256), each with a blob and a pending write.
+    let src = MemoryCheckpointer::new();
+    let mut parent = None;
+    for step in 0..600i64 {
+        let id = CheckpointId::new();
+        let c = Checkpoint {
+            id,
+            parent,
+            step,
+            source: Source::Loop,
+            channel_versions: BTreeMap::from([("n".to_string(), id)]),
+            next: Vec::new(),
+            barriers: BTreeMap::new(),
+            input: None,
+            schema_version: "v1".into(),
+            event_seq: 0,
+            metadata: Default::default(),
+        };
+        src.put(
+            "long",
+            "",
+            &c,
+            &[("n".into(), ChannelEntry::Set(json!(step)))],
+        )
+        .await
+        .unwrap();
+        src.put_writes("long", "", id, "task", &[("n".into(), json!(step))])
+            .await
+            .unwrap();
+        parent = Some(id);
+    }
+    let checked = portable::check(&src).await.unwrap();
+    assert_eq!(
+        (checked.checkpoints, checked.blobs, checked.writes),
+        (600, 600, 600)
+    );
+    let file = export_of(&src, false).await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&file).lines().count(), 601);
+    let dst = MemoryCheckpointer::new();
+    let stats = portable::import(&dst, &mut file.as_slice()).await.unwrap();
+    assert_eq!(
+        (stats.checkpoints, stats.blobs, stats.writes),
+        (600, 600, 600)
+    );
+    assert_eq!(
+        src.list("long", &tuples_query()).await.unwrap(),
+        dst.list("long", &tuples_query()).await.unwrap()
+    );
+}

@@ -57,17 +57,7 @@ async fn fork(
     })?;
     let modes = modes(req.stream_modes)?;
     runs::ensure_idle(&state, &thread)?;
-    let name = match req.graph {
-        Some(g) => g,
-        None => state.inner.events.graph_of(&thread)?.ok_or_else(|| {
-            ApiError::not_found("THREAD_NOT_FOUND", format!("no thread {thread}"))
-        })?,
-    };
-    let graph = state
-        .inner
-        .graphs
-        .pinned(&state.inner.events, &thread, &name)
-        .await?;
+    let (name, graph) = crate::routes::thread_graph_pinned(&state, &thread, req.graph).await?;
     let missing = || {
         ApiError::not_found(
             "CHECKPOINT_NOT_FOUND",
