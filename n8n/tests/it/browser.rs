@@ -233,28 +233,28 @@ impl Browser {
             .to_string()
     }
 
+    /// Types `text` into the element `css` names, retrying like [`Browser::click`].
     pub(crate) async fn type_into(&self, css: &str, text: &str) {
-        let el = self.element(css).await;
-        self.cmd(
-            reqwest::Method::POST,
-            &format!("element/{el}/value"),
-            Some(json!({ "text": text })),
-        )
-        .await;
+        self.act_on(css, "value", json!({ "text": text })).await;
     }
 
-    /// Clicks the element `css` names. A page that is still laying the element out (or has
-    /// just drawn it again) answers "not interactable" or "stale": the element is found again
-    /// and the click retried, for up to ten seconds.
+    /// Clicks the element `css` names, retrying like [`Browser::act_on`].
     pub(crate) async fn click(&self, css: &str) {
+        self.act_on(css, "click", json!({})).await;
+    }
+
+    /// Sends one element command (`click`, `value`). A page that is still laying the element
+    /// out (or has just drawn it again) answers "not interactable" or "stale" before acting:
+    /// the element is found again and the command retried, for up to ten seconds.
+    async fn act_on(&self, css: &str, action: &str, body: Value) {
         let deadline = Instant::now() + Duration::from_secs(10);
         loop {
             let el = self.element(css).await;
             let v = self
                 .raw_cmd(
                     reqwest::Method::POST,
-                    &format!("element/{el}/click"),
-                    Some(json!({})),
+                    &format!("element/{el}/{action}"),
+                    Some(body.clone()),
                 )
                 .await;
             let error = v["value"]["error"].as_str().unwrap_or("");
@@ -269,7 +269,7 @@ impl Browser {
             }
             assert!(
                 retryable && Instant::now() < deadline,
-                "webdriver click {css}: {v}"
+                "webdriver {action} {css}: {v}"
             );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
