@@ -282,29 +282,44 @@ enum Cmd {
 /// other commands log only when `RUST_LOG` is set. `RUST_LOG` (e.g. `warn`,
 /// `agentgraph_server=debug`) overrides the default.
 ///
-/// `serve` also times the runtime's spans for `GET /metrics`, whatever the log level.
-fn init_logging(serve: bool) {
+/// `serve` also times the runtime's spans for `GET /metrics`, whatever the log level, and any
+/// command exports its spans over OTLP when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (the guard
+/// returned sends what is buffered when `main` ends).
+fn init_telemetry(serve: bool) -> Option<agentgraph_server::telemetry::otlp::OtlpGuard> {
+    use agentgraph_server::telemetry::{otlp, MetricsLayer};
     use std::io::IsTerminal;
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     use tracing_subscriber::Layer;
     let filter = match std::env::var("RUST_LOG") {
-        Ok(v) if !v.trim().is_empty() => tracing_subscriber::EnvFilter::new(v),
-        _ if serve => tracing_subscriber::EnvFilter::new("info"),
-        _ => return,
+        Ok(v) if !v.trim().is_empty() => Some(tracing_subscriber::EnvFilter::new(v)),
+        _ if serve => Some(tracing_subscriber::EnvFilter::new("info")),
+        _ => None,
     };
-    let logs = tracing_subscriber::fmt::layer()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_filter(filter);
-    let metrics = serve.then(|| {
-        use agentgraph_server::telemetry::MetricsLayer;
-        MetricsLayer.with_filter(MetricsLayer::filter())
+    let (otlp, guard) = match otlp::layer() {
+        Ok(Some((layer, guard))) => (Some(layer), Some(guard)),
+        Ok(None) => (None, None),
+        Err(e) => {
+            eprintln!("warning: traces are not exported: {e}");
+            (None, None)
+        }
+    };
+    if filter.is_none() && !serve && otlp.is_none() {
+        return None;
+    }
+    let logs = filter.map(|filter| {
+        tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter)
     });
+    let metrics = serve.then(|| MetricsLayer.with_filter(MetricsLayer::filter()));
     let _ = tracing_subscriber::registry()
         .with(logs)
         .with(metrics)
+        .with(otlp)
         .try_init();
+    guard
 }
 
 fn main() -> ExitCode {
@@ -316,7 +331,7 @@ fn main() -> ExitCode {
     if let Err(e) = settings::apply(&matches, &mut cli) {
         return ExitCode::from(graph::fail(e, exit::USAGE));
     }
-    init_logging(matches!(cli.cmd, Cmd::Serve { .. }));
+    let _traces = init_telemetry(matches!(cli.cmd, Cmd::Serve { .. }));
     if prints_and_ends(&cli.cmd) {
         quiet_broken_pipe();
     }
@@ -503,7 +518,7 @@ async fn serve(
         match agentgraph_n8n::client::N8nClient::from_env_or(url.as_deref(), None) {
             Ok(client) => {
                 eprintln!("n8n deploy routes for {}", client.base_url());
-                config = config.routes(serve_n8n::routes(client));
+                config = config.api_routes(serve_n8n::routes(client));
             }
             Err(e) => return graph::fail(e, exit::USAGE),
         }

@@ -1,5 +1,6 @@
 //! `serve --n8n`: per-thread routes that deploy a builder thread's workflow to n8n, added to
-//! the server through [`agentgraph_server::ServerConfig::routes`].
+//! the server through [`agentgraph_server::ServerConfig::api_routes`] (so they are in
+//! `/openapi.json`).
 //!
 //! - `GET /threads/{id}/n8n` → `{thread_id, workflow_id, url}` (`null`s before a deploy);
 //! - `POST /threads/{id}/n8n/deploy` → `{thread_id, workflow_id, url, created}`: creates the
@@ -13,36 +14,45 @@
 
 use agentgraph_n8n::client::{ClientError, N8nClient};
 use agentgraph_n8n::deploy::{self, DeployError, Deployment};
+use agentgraph_server::utoipa_axum::router::OpenApiRouter;
+use agentgraph_server::utoipa_axum::routes;
 use agentgraph_server::{ApiError, ServerState};
-use axum::extract::{Path, State};
+use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
+/// The n8n instance the routes talk to.
+#[derive(Clone)]
+struct Instance(Arc<N8nClient>);
+
 /// The routes, over one n8n instance.
-pub fn routes(client: N8nClient) -> Router<ServerState> {
-    let client = Arc::new(client);
-    let (c1, c2, c3) = (client.clone(), client.clone(), client);
-    Router::new()
-        .route(
-            "/threads/{id}/n8n",
-            get(move |s: State<ServerState>, p: Path<String>| show(c1.clone(), s, p)),
-        )
-        .route(
-            "/threads/{id}/n8n/deploy",
-            post(move |s: State<ServerState>, p: Path<String>| act(c2.clone(), s, p, false)),
-        )
-        .route(
-            "/threads/{id}/n8n/activate",
-            post(move |s: State<ServerState>, p: Path<String>| act(c3.clone(), s, p, true)),
-        )
+pub fn routes(client: N8nClient) -> OpenApiRouter<ServerState> {
+    OpenApiRouter::new()
+        .routes(routes!(show))
+        .routes(routes!(deploy))
+        .routes(routes!(activate))
+        .layer(Extension(Instance(Arc::new(client))))
 }
 
+const THREAD: &str = "The thread id.";
+
 /// `GET /threads/{id}/n8n`.
+#[utoipa::path(
+    get,
+    path = "/threads/{id}/n8n",
+    tag = "n8n",
+    summary = "The thread's n8n workflow",
+    description = "`{thread_id, workflow_id, url}`, with `null`s before a deploy.",
+    params(("id" = String, Path, description = THREAD)),
+    responses(
+        (status = 200, description = "The deployment.", body = serde_json::Value),
+        (status = 404, description = "No such thread (or not the caller's)."),
+    ),
+)]
 async fn show(
-    client: Arc<N8nClient>,
+    Extension(Instance(client)): Extension<Instance>,
     State(state): State<ServerState>,
     Path(thread): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
@@ -60,9 +70,60 @@ async fn show(
     })))
 }
 
+/// `POST /threads/{id}/n8n/deploy`.
+#[utoipa::path(
+    post,
+    path = "/threads/{id}/n8n/deploy",
+    tag = "n8n",
+    summary = "Deploy the thread's workflow to n8n",
+    description = "Creates the thread's n8n workflow or updates it, and keeps its id in the \
+                   thread's state: `{thread_id, workflow_id, url, created}`.",
+    params(("id" = String, Path, description = THREAD)),
+    responses(
+        (status = 200, description = "Deployed.", body = serde_json::Value),
+        (status = 404, description = "No such thread (or not the caller's)."),
+        (status = 409, description = "A run is active, the turn is unfinished, or there is nothing to deploy."),
+        (status = 422, description = "n8n rejected the workflow, or the graph keeps no workflow id."),
+        (status = 502, description = "n8n is unreachable, refused the key, or failed."),
+        (status = 504, description = "n8n did not answer in time."),
+    ),
+)]
+async fn deploy(
+    instance: Extension<Instance>,
+    state: State<ServerState>,
+    thread: Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    act(instance, state, thread, false).await
+}
+
+/// `POST /threads/{id}/n8n/activate`.
+#[utoipa::path(
+    post,
+    path = "/threads/{id}/n8n/activate",
+    tag = "n8n",
+    summary = "Deploy and activate the thread's workflow",
+    description = "Deploys, then activates: the deploy's answer plus `active: true`.",
+    params(("id" = String, Path, description = THREAD)),
+    responses(
+        (status = 200, description = "Deployed and active.", body = serde_json::Value),
+        (status = 404, description = "No such thread (or not the caller's)."),
+        (status = 409, description = "A run is active, the turn is unfinished, or there is nothing to deploy."),
+        (status = 422, description = "n8n rejected the workflow, or the graph keeps no workflow id."),
+        (status = 502, description = "n8n is unreachable, refused the key, or failed."),
+        (status = 504, description = "n8n did not answer in time."),
+    ),
+)]
+async fn activate(
+    instance: Extension<Instance>,
+    state: State<ServerState>,
+    thread: Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    act(instance, state, thread, true).await
+}
+
 /// `POST /threads/{id}/n8n/deploy` and `…/activate`.
 async fn act(
-    client: Arc<N8nClient>,
+    Extension(Instance(client)): Extension<Instance>,
     State(state): State<ServerState>,
     Path(thread): Path<String>,
     activate: bool,

@@ -79,6 +79,7 @@ mod error;
 mod events;
 mod extend;
 mod graphs;
+mod openapi;
 mod pages;
 mod reload;
 mod routes;
@@ -104,6 +105,8 @@ pub use run_lease::LeaseSettings;
 pub use runs::LifecycleError;
 pub use thread_run::{open_run, OpenError, OpenRun, Opening};
 pub use versions::GraphVersion;
+/// The OpenAPI crates the server documents its routes with (see [`ServerConfig::api_routes`]).
+pub use {utoipa, utoipa_axum};
 
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::cache::{NodeCache, StoreCache};
@@ -167,8 +170,12 @@ pub struct ServerConfig {
     /// storage (e.g. `PostgresCheckpointer::thread_locks`). `None` (the default): this
     /// process's own bookkeeping only, which is all a server on its own sled folder needs.
     pub thread_locks: Option<Arc<dyn ThreadLocks>>,
-    /// An application's own endpoints, merged into the API (default none).
+    /// An application's own endpoints, merged into the API (default none); not in
+    /// `/openapi.json` (see [`ServerConfig::api_routes`] for documented ones).
     pub routes: Vec<axum::Router<ServerState>>,
+    /// An application's own endpoints with their OpenAPI documentation, merged into the API
+    /// and into `/openapi.json` (default none).
+    pub api_routes: Vec<utoipa_axum::router::OpenApiRouter<ServerState>>,
     /// Runs recorded with a lease this server renews, so that another server sharing the
     /// storage continues them when this one dies, and this one continues theirs (e.g.
     /// `PostgresCheckpointer::run_leases`; see `docs/deploy.md`). `None` (the default): a
@@ -208,6 +215,7 @@ impl ServerConfig {
             watch: true,
             thread_locks: None,
             routes: Vec::new(),
+            api_routes: Vec::new(),
             run_leases: None,
             lease: LeaseSettings::default(),
             store: None,
@@ -284,6 +292,14 @@ impl ServerConfig {
         self.routes.push(routes);
         self
     }
+
+    /// The same configuration also serving `routes`, documented in `/openapi.json`: each
+    /// handler carries its `#[utoipa::path]` and is added with `utoipa_axum::routes!`
+    /// (this crate re-exports [`utoipa`] and [`utoipa_axum`] at the versions it uses).
+    pub fn api_routes(mut self, routes: utoipa_axum::router::OpenApiRouter<ServerState>) -> Self {
+        self.api_routes.push(routes);
+        self
+    }
 }
 
 /// The DSL's built-in kinds and the agent kinds (`llm`, `tool_executor`, `compact`,
@@ -310,6 +326,7 @@ pub(crate) struct Inner {
     pub(crate) max_body_bytes: usize,
     pub(crate) pages: Vec<Page>,
     pub(crate) routes: Vec<axum::Router<ServerState>>,
+    pub(crate) api_routes: Vec<utoipa_axum::router::OpenApiRouter<ServerState>>,
     pub(crate) shutdown_grace: Duration,
     pub(crate) watch: bool,
     pub(crate) auth: AuthState,
@@ -420,6 +437,7 @@ impl ServerState {
                 max_body_bytes: config.max_body_bytes,
                 pages: config.pages.clone(),
                 routes: config.routes.clone(),
+                api_routes: config.api_routes.clone(),
                 shutdown_grace: config.shutdown_grace,
                 watch: config.watch,
             }),

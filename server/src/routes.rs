@@ -14,7 +14,7 @@ use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
 use futures::StreamExt;
 use serde::Deserialize;
@@ -37,19 +37,18 @@ pub fn router(state: ServerState) -> Router {
             get(move || async move { ([(axum::http::header::CONTENT_TYPE, content_type)], body) }),
         );
     }
-    app.merge(crate::studio::routes::routes())
-        .merge(crate::studio::fork::routes())
-        .route("/graphs", get(list_graphs))
-        .route("/graphs/{*name}", get(graph_status))
-        .route("/threads", get(list_threads))
-        .route("/threads/{id}/runs", post(start_run))
-        .route("/threads/{id}/events", get(events))
-        .route("/threads/{id}/resume", post(resume))
-        .route("/threads/{id}/cancel", post(cancel))
-        .route("/threads/{id}/state", get(thread_state))
-        .route("/threads/{id}/history", get(history))
-        .route("/health", get(health))
-        .route("/metrics", get(metrics))
+    // The endpoints and their OpenAPI document come from one list (see `crate::openapi`).
+    let mut api = crate::openapi::api();
+    for documented in &state.inner.api_routes {
+        api = api.merge(documented.clone());
+    }
+    let (api, doc) = api.split_for_parts();
+    let doc = crate::openapi::Served(std::sync::Arc::new(crate::openapi::document(
+        doc,
+        &state.inner.pages,
+    )));
+    app.merge(api)
+        .layer(Extension(doc))
         .fallback(|| async { ApiError::not_found("NOT_FOUND", "no such endpoint") })
         .method_not_allowed_fallback(
             |method: axum::http::Method, uri: axum::http::Uri| async move {
@@ -176,9 +175,9 @@ pub(crate) fn open_error(e: OpenError) -> ApiError {
 }
 
 /// `POST /threads/{id}/runs` body.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct RunRequest {
+pub(crate) struct RunRequest {
     /// A graph name or relative path under the graphs folder.
     graph: String,
     /// The input object (default `{}`).
@@ -196,9 +195,9 @@ struct RunRequest {
 }
 
 /// `POST /threads/{id}/resume` body.
-#[derive(Deserialize, Default)]
+#[derive(Deserialize, Default, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ResumeRequest {
+pub(crate) struct ResumeRequest {
     /// The answer to the pending interrupt.
     #[serde(default)]
     value: Value,
@@ -225,7 +224,27 @@ pub(crate) fn modes(list: Option<Vec<String>>) -> ApiResult<Modes> {
     }
 }
 
-async fn start_run(
+#[utoipa::path(
+    post,
+    path = "/threads/{id}/runs",
+    tag = "runs",
+    summary = "Start a run",
+    description = "Starts the graph on the thread with the input and streams the run's events. 409 while the thread runs.",
+    params(("id" = String, Path, description = "The thread id: 1 to 128 letters, digits, `_`, `.`, `:` or `-`.")),
+    request_body(content = RunRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The run's events as server-sent events (`id:` is the event id to resume from with `Last-Event-ID`).", content_type = "text/event-stream"),
+        (status = 400, description = "A bad thread id, body, input or stream mode.", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such graph.", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The thread is running, or its checkpoints belong to another graph.", body = crate::openapi::ErrorBody),
+        (status = 413, description = "The body is too large.", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`.", body = crate::openapi::ErrorBody),
+        (status = 422, description = "The graph does not compile; the diagnostics are in the error.", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn start_run(
     State(state): State<ServerState>,
     Extension(caller): Extension<Caller>,
     Path(thread): Path<String>,
@@ -265,7 +284,25 @@ async fn start_run(
     start(&state, &thread, &req.graph, graph, run, permit).await
 }
 
-async fn resume(
+#[utoipa::path(
+    post,
+    path = "/threads/{id}/resume",
+    tag = "runs",
+    summary = "Resume a thread",
+    description = "Answers the pending interrupt (or continues a cancelled or failed run) and streams the events.",
+    params(("id" = String, Path, description = "The thread id: 1 to 128 letters, digits, `_`, `.`, `:` or `-`.")),
+    request_body(content = ResumeRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The run's events as server-sent events (`id:` is the event id to resume from with `Last-Event-ID`).", content_type = "text/event-stream"),
+        (status = 400, description = "Nothing to resume, or a bad body.", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such thread (or not the caller's).", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The thread is running.", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`.", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn resume(
     State(state): State<ServerState>,
     Extension(caller): Extension<Caller>,
     Path(thread): Path<String>,
@@ -319,7 +356,23 @@ pub(crate) async fn start(
         .into_response())
 }
 
-async fn cancel(
+#[utoipa::path(
+    post,
+    path = "/threads/{id}/cancel",
+    tag = "runs",
+    summary = "Cancel the thread's run",
+    description = "Cancels the run in progress on the thread; the run ends with a `cancelled` event.",
+    params(("id" = String, Path, description = "The thread id: 1 to 128 letters, digits, `_`, `.`, `:` or `-`.")),
+    responses(
+        (status = 200, description = "`{thread_id, cancelled, run_id}`.", body = serde_json::Value),
+        (status = 400, description = "A bad thread id.", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such thread (or not the caller's).", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`.", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn cancel(
     State(state): State<ServerState>,
     Path(thread): Path<String>,
 ) -> ApiResult<Json<Value>> {
@@ -336,13 +389,29 @@ async fn cancel(
     Ok(Json(body))
 }
 
-#[derive(Deserialize)]
-struct EventsQuery {
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct EventsQuery {
     #[serde(rename = "lastEventId")]
     last_event_id: Option<String>,
 }
 
-async fn events(
+#[utoipa::path(
+    get,
+    path = "/threads/{id}/events",
+    tag = "runs",
+    summary = "Follow a thread's events",
+    description = "Replays the events after `Last-Event-ID` (header) or `lastEventId` (query) and follows the run live.",
+    params(("id" = String, Path, description = "The thread id: 1 to 128 letters, digits, `_`, `.`, `:` or `-`."), EventsQuery),
+    responses(
+        (status = 200, description = "The run's events as server-sent events (`id:` is the event id to resume from with `Last-Event-ID`).", content_type = "text/event-stream"),
+        (status = 400, description = "A bad thread id or event id.", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such thread (or not the caller's).", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn events(
     State(state): State<ServerState>,
     Extension(caller): Extension<Caller>,
     Path(thread): Path<String>,
@@ -387,14 +456,30 @@ async fn events(
         .into_response())
 }
 
-#[derive(Deserialize)]
-struct StateQuery {
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct StateQuery {
     graph: Option<String>,
     /// An older checkpoint of the thread (from its history); default the newest.
     checkpoint_id: Option<String>,
 }
 
-async fn thread_state(
+#[utoipa::path(
+    get,
+    path = "/threads/{id}/state",
+    tag = "threads",
+    summary = "Read a thread's state",
+    description = "The channel values at the newest checkpoint (or `checkpoint_id`), pending interrupts and whether a run is active.",
+    params(("id" = String, Path, description = "The thread id: 1 to 128 letters, digits, `_`, `.`, `:` or `-`."), StateQuery),
+    responses(
+        (status = 200, description = "The state.", body = serde_json::Value),
+        (status = 400, description = "A bad thread or checkpoint id.", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such thread (or not the caller's).", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn thread_state(
     State(state): State<ServerState>,
     Path(thread): Path<String>,
     q: Result<Query<StateQuery>, QueryRejection>,
@@ -433,7 +518,19 @@ async fn thread_state(
 }
 
 /// `GET /health`: the server answers and its storage reads (no key needed).
-async fn health(State(state): State<ServerState>) -> Response {
+#[utoipa::path(
+    get,
+    path = "/health",
+    tag = "operations",
+    summary = "Health check",
+    description = "Answers without a key: 200 when the server answers and its checkpoint store reads, 503 otherwise.",
+    responses(
+        (status = 200, description = "`{status, storage, version, uptime_secs}`.", body = serde_json::Value),
+        (status = 503, description = "The checkpoint store does not read.", body = serde_json::Value)
+    ),
+    security(()),
+)]
+pub(crate) async fn health(State(state): State<ServerState>) -> Response {
     let started = state.inner.started;
     let storage = state.inner.checkpointer.get("health-check", "", None).await;
     let body = json!({
@@ -452,7 +549,20 @@ async fn health(State(state): State<ServerState>) -> Response {
 
 /// `GET /metrics`: Prometheus text (see [`crate::telemetry`]); with authentication on, for
 /// admin keys only.
-async fn metrics(Extension(caller): Extension<Caller>) -> Response {
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    tag = "operations",
+    summary = "Prometheus metrics",
+    description = "Runs by status, step, checkpoint, model-call and tool-call latencies, tokens, open event streams. With authentication on, for admin keys.",
+    responses(
+        (status = 200, description = "Prometheus text format.", body = String, content_type = "text/plain; version=0.0.4"),
+        (status = 403, description = "The key is not an admin key.", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn metrics(Extension(caller): Extension<Caller>) -> Response {
     if caller.principal().is_some_and(|p| !p.is_admin()) {
         return ApiError::new(
             StatusCode::FORBIDDEN,
@@ -492,8 +602,9 @@ pub(crate) async fn thread_graph_pinned(
     Ok((name, graph))
 }
 
-#[derive(Deserialize)]
-struct HistoryQuery {
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub(crate) struct HistoryQuery {
     limit: Option<usize>,
     before: Option<String>,
     graph: Option<String>,
@@ -503,7 +614,22 @@ struct HistoryQuery {
 const HISTORY_PAGE: usize = 100;
 const HISTORY_PAGE_MAX: usize = 1000;
 
-async fn history(
+#[utoipa::path(
+    get,
+    path = "/threads/{id}/history",
+    tag = "threads",
+    summary = "Page through a thread's checkpoints",
+    description = "Newest first, `limit` (default 100, at most 1000) per page; `next_before` names the next page.",
+    params(("id" = String, Path, description = "The thread id: 1 to 128 letters, digits, `_`, `.`, `:` or `-`."), HistoryQuery),
+    responses(
+        (status = 200, description = "`{thread_id, checkpoints, next_before}`.", body = serde_json::Value),
+        (status = 400, description = "A bad limit or checkpoint id.", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such thread (or not the caller's).", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn history(
     State(state): State<ServerState>,
     Path(thread): Path<String>,
     q: Result<Query<HistoryQuery>, QueryRejection>,
@@ -544,7 +670,19 @@ async fn history(
     ))
 }
 
-async fn list_threads(
+#[utoipa::path(
+    get,
+    path = "/threads",
+    tag = "threads",
+    summary = "List threads",
+    description = "The caller's threads (an admin sees all).",
+    responses(
+        (status = 200, description = "`{threads: [...]}`.", body = serde_json::Value),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn list_threads(
     State(state): State<ServerState>,
     Extension(caller): Extension<Caller>,
 ) -> ApiResult<Json<Value>> {
@@ -574,12 +712,38 @@ async fn list_threads(
 }
 
 /// `GET /graphs`: the graphs compiled so far, with their live-reload state.
-async fn list_graphs(State(state): State<ServerState>) -> Json<Value> {
+#[utoipa::path(
+    get,
+    path = "/graphs",
+    tag = "graphs",
+    summary = "Compiled graphs",
+    description = "The graphs compiled so far, with their live-reload state.",
+    responses(
+        (status = 200, description = "`{graphs: [...]}`.", body = serde_json::Value),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn list_graphs(State(state): State<ServerState>) -> Json<Value> {
     Json(json!({ "graphs": state.inner.graphs.statuses() }))
 }
 
 /// `GET /graphs/{name}`: one compiled graph's live-reload state.
-async fn graph_status(
+#[utoipa::path(
+    get,
+    path = "/graphs/{*name}",
+    tag = "graphs",
+    summary = "A compiled graph's reload state",
+    description = "The live-reload state of one graph (a name or a path under the graphs folder).",
+    params(("name" = String, Path, description = "A graph name or a relative `.ag` path under the graphs folder.")),
+    responses(
+        (status = 200, description = "The graph's state.", body = serde_json::Value),
+        (status = 404, description = "No such graph, or not compiled yet.", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn graph_status(
     State(state): State<ServerState>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {

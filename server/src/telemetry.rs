@@ -6,6 +6,10 @@
 //! GenAI `gen_ai.usage.*` token fields) and `execute_tool` — through [`MetricsLayer`], which
 //! the application adds to its subscriber (the `agentgraph` CLI does). Without the layer those
 //! histograms stay at zero; the rest still counts.
+//!
+//! [`otlp`] exports the same spans as OpenTelemetry traces.
+
+pub mod otlp;
 
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};

@@ -16,6 +16,8 @@ mod pricing;
 pub use pricing::Pricing;
 pub mod scripted;
 pub mod structured;
+mod traced;
+pub use traced::{chat_span, record_error, record_usage, TracedModel};
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};

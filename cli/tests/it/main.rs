@@ -25,6 +25,7 @@ mod mcp_agent;
 mod mcp_server;
 mod n8n_deploy;
 mod n8n_scenarios;
+mod otlp_export;
 mod react_agent;
 mod recorded;
 mod serve_auth;

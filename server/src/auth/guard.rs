@@ -185,9 +185,10 @@ pub(crate) async fn guard(
         }
     }
     // Pages are static: they load without a key and send it with their own requests. The
-    // health check answers load balancers, which carry no key.
+    // health check answers load balancers, which carry no key; the API's description is public.
     let is_page = req.method() == Method::GET
         && (req.uri().path() == "/health"
+            || req.uri().path() == "/openapi.json"
             || state.inner.pages.iter().any(|p| p.path == req.uri().path()));
     if is_page {
         return next.run(req).await;

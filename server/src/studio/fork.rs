@@ -17,20 +17,14 @@ use agentgraph_runtime::{CheckpointId, RunConfig, RunError};
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{Extension, Path, State};
 use axum::response::Response;
-use axum::routing::post;
-use axum::{Json, Router};
+use axum::Json;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// The route (the router adds the guard, which checks the thread's owner).
-pub(crate) fn routes() -> Router<ServerState> {
-    Router::new().route("/threads/{id}/fork", post(fork))
-}
-
 /// `POST /threads/{id}/fork` body.
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-struct ForkRequest {
+pub(crate) struct ForkRequest {
     /// The checkpoint to continue from (an id of the thread's history).
     checkpoint_id: String,
     /// Channel values written at that checkpoint before the run continues.
@@ -44,7 +38,25 @@ struct ForkRequest {
     stream_modes: Option<Vec<String>>,
 }
 
-async fn fork(
+#[utoipa::path(
+    post,
+    path = "/threads/{id}/fork",
+    tag = "runs",
+    summary = "Fork from a checkpoint",
+    description = "Continues the thread from an older checkpoint (optionally with channel values written there) and streams the events.",
+    params(("id" = String, Path, description = "The thread id: 1 to 128 letters, digits, `_`, `.`, `:` or `-`.")),
+    request_body(content = ForkRequest, content_type = "application/json"),
+    responses(
+        (status = 200, description = "The run's events as server-sent events (`id:` is the event id to resume from with `Last-Event-ID`).", content_type = "text/event-stream"),
+        (status = 400, description = "A bad checkpoint id or body.", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No such thread or checkpoint (or not the caller's).", body = crate::openapi::ErrorBody),
+        (status = 409, description = "The thread is running.", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body is not `application/json`.", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn fork(
     State(state): State<ServerState>,
     Extension(caller): Extension<Caller>,
     Path(thread): Path<String>,

@@ -14,8 +14,7 @@ use crate::ServerState;
 use axum::extract::{Path as UrlPath, State};
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::get;
-use axum::{Json, Router};
+use axum::Json;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -23,13 +22,6 @@ use std::path::{Path, PathBuf};
 const MAX_DEPTH: usize = 8;
 /// At most this many graphs are listed.
 const MAX_GRAPHS: usize = 2000;
-
-/// The studio's routes (the router adds the guard and the state).
-pub(crate) fn routes() -> Router<ServerState> {
-    Router::new()
-        .route("/studio/graphs", get(list))
-        .route("/studio/graphs/{*name}", get(diagram))
-}
 
 /// Every `.ag` file under `root`, relative, sorted; hidden entries and anything whose real path
 /// leaves `root` (a symbolic link out) skipped.
@@ -96,7 +88,19 @@ fn name_of(rel: &Path) -> String {
         .unwrap_or(joined)
 }
 
-async fn list(State(state): State<ServerState>) -> Result<Json<Value>, ApiError> {
+#[utoipa::path(
+    get,
+    path = "/studio/graphs",
+    tag = "studio",
+    summary = "Graph files",
+    description = "Every `.ag` file under the graphs folder, read from disk before any run.",
+    responses(
+        (status = 200, description = "`{graphs: [...]}`.", body = serde_json::Value),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn list(State(state): State<ServerState>) -> Result<Json<Value>, ApiError> {
     let root = state.inner.graphs.root().to_path_buf();
     let files = tokio::task::spawn_blocking(move || graph_files(&root))
         .await
@@ -108,7 +112,21 @@ async fn list(State(state): State<ServerState>) -> Result<Json<Value>, ApiError>
     Ok(Json(json!({ "graphs": graphs })))
 }
 
-async fn diagram(
+#[utoipa::path(
+    get,
+    path = "/studio/graphs/{*name}",
+    tag = "studio",
+    summary = "A graph's structure",
+    description = "The graph's nodes, edges and subgraphs, for drawing; or its diagnostics when it does not compile.",
+    params(("name" = String, Path, description = "A relative `.ag` path under the graphs folder.")),
+    responses(
+        (status = 200, description = "The structure.", body = serde_json::Value),
+        (status = 404, description = "No such graph file.", body = crate::openapi::ErrorBody),
+        (status = 401, description = "No key or token, or a key that is not valid (with authentication on).", body = crate::openapi::ErrorBody),
+        (status = 429, description = "A per-principal limit was reached; `Retry-After` says when to try again.", body = crate::openapi::ErrorBody)
+    ),
+)]
+pub(crate) async fn diagram(
     State(state): State<ServerState>,
     UrlPath(name): UrlPath<String>,
 ) -> Result<Json<Value>, ApiError> {

@@ -233,37 +233,22 @@ impl LlmNode {
         req: &ModelRequest,
         msg_id: &str,
     ) -> Result<Answer, Failure> {
-        use tracing::field::Empty;
         use tracing::Instrument;
         // One model call, with the OpenTelemetry GenAI attributes (also timed for /metrics).
-        let model = self.model.name();
-        let span = tracing::info_span!(
-            "chat",
-            otel.name = %format!("chat {model}"),
-            gen_ai.operation.name = "chat",
-            gen_ai.request.model = %model,
-            gen_ai.response.model = Empty,
-            gen_ai.usage.input_tokens = Empty,
-            gen_ai.usage.output_tokens = Empty,
-            error.type = Empty,
-        );
+        let span = crate::models::chat_span(&self.model.name());
         let result = self
             .attempt_unmeasured(ctx, req, msg_id)
             .instrument(span.clone())
             .await;
+        let pricing = self.pricing.as_ref();
         match &result {
             Ok(Answer::Message(r)) => {
-                span.record("gen_ai.response.model", r.model.as_str());
-                span.record("gen_ai.usage.input_tokens", r.usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", r.usage.output_tokens);
+                crate::models::record_usage(&span, Some(&r.model), &r.usage, pricing);
             }
             Ok(Answer::Structured { usage, .. }) => {
-                span.record("gen_ai.usage.input_tokens", usage.input_tokens);
-                span.record("gen_ai.usage.output_tokens", usage.output_tokens);
+                crate::models::record_usage(&span, None, usage, pricing);
             }
-            Err(Failure::Model(e)) => {
-                span.record("error.type", tracing::field::debug(e));
-            }
+            Err(Failure::Model(e)) => crate::models::record_error(&span, e),
             Err(Failure::Node(_)) => {
                 span.record("error.type", "unusable_answer");
             }

@@ -6,7 +6,9 @@ use super::LlmNode;
 use crate::models::budget::{
     compact_within, estimate_messages, estimate_tokens, Compaction, DEFAULT_COMPACT_PROMPT,
 };
-use crate::models::{CallContext, MeteredModel, ModelError, ModelRequest, Usage};
+use crate::models::{
+    CallContext, ChatModel, MeteredModel, ModelError, ModelRequest, TracedModel, Usage,
+};
 use agentgraph_runtime::{NodeError, TaskContext};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -89,7 +91,9 @@ pub(super) async fn compact(
         .and_then(|c| usize::try_from(c / 2).ok())
         .unwrap_or_else(|| estimate_messages(messages) / 2)
         .max(1_000);
-    let metered = MeteredModel::new(Arc::clone(&node.model));
+    let traced: Arc<dyn ChatModel> =
+        Arc::new(TracedModel::new(Arc::clone(&node.model), node.pricing));
+    let metered = MeteredModel::new(traced);
     let instructions = policy
         .instructions
         .as_deref()

@@ -5,7 +5,7 @@ mod repeats;
 
 pub use repeats::REPEATED_CALL;
 
-use crate::models::{ChatModel, MeteredModel, Pricing};
+use crate::models::{ChatModel, MeteredModel, Pricing, TracedModel};
 use crate::nodes::usage::usage_record;
 use crate::tools::recover::{resolve_tool_name, unwrap_arguments, Recovery};
 use crate::tools::{validate_args, ListedTools, Tool, ToolContext, ToolError, ToolOutput};
@@ -390,6 +390,9 @@ impl ToolExecutorNode {
             Some(m) => Some(m.clone()),
             None => self.model.clone(),
         };
+        // Nested calls are traced like the `llm` node's own (a `chat` span inside the tool's).
+        let model: Option<Arc<dyn ChatModel>> =
+            model.map(|m| Arc::new(TracedModel::new(m, self.pricing)) as Arc<dyn ChatModel>);
         let none = Arc::new(Vec::new());
         let history = ctx.state().list(&self.messages_channel);
         let history = &history[..history.len().saturating_sub(1)];

@@ -188,4 +188,19 @@ async fn serve_answers_a_rejection_with_422_and_the_node() {
     );
     let (_, v) = s.call(false, "/threads/rejected/n8n", None).await;
     assert_eq!(v["workflow_id"], Value::Null, "nothing recorded");
+
+    // The n8n routes are documented next to the server's own.
+    let (st, doc) = s.call(false, "/openapi.json", None).await;
+    assert_eq!(st, 200, "{doc}");
+    for (method, path) in [
+        ("get", "/threads/{id}/n8n"),
+        ("post", "/threads/{id}/n8n/deploy"),
+        ("post", "/threads/{id}/n8n/activate"),
+        ("post", "/threads/{id}/runs"),
+    ] {
+        assert!(
+            doc["paths"][path][method].is_object(),
+            "{method} {path} is not in /openapi.json"
+        );
+    }
 }

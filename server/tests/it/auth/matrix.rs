@@ -20,9 +20,11 @@ enum Role {
 /// The expected status of `endpoint` for `role` on alice's finished thread `ta`.
 fn expected(role: Role, endpoint: &str) -> u16 {
     match (role, endpoint) {
-        (_, "page") => 200,
+        (_, "page" | "health" | "openapi") => 200,
         (Role::Nobody, _) => 401,
-        (_, "list" | "graphs" | "studio-graphs" | "diagram") => 200,
+        (Role::Admin, "metrics") => 200,
+        (_, "metrics") => 403,
+        (_, "list" | "graphs" | "graph" | "studio-graphs" | "diagram") => 200,
         (Role::Other, _) => 404,
         // Owner and admin reach the endpoint itself: the thread is done, so there is nothing
         // to resume (400) and nothing to cancel (200), and a new run starts (202).
@@ -34,7 +36,8 @@ fn expected(role: Role, endpoint: &str) -> u16 {
     }
 }
 
-const ENDPOINTS: [(&str, &str, &str); 12] = [
+/// Every route of the server (the OpenAPI test checks this list against `/openapi.json`).
+pub(super) const ENDPOINTS: [(&str, &str, &str); 16] = [
     ("list", "GET", "/threads"),
     ("state", "GET", "/threads/ta/state"),
     ("history", "GET", "/threads/ta/history"),
@@ -47,6 +50,10 @@ const ENDPOINTS: [(&str, &str, &str); 12] = [
     ("studio-graphs", "GET", "/studio/graphs"),
     ("diagram", "GET", "/studio/graphs/counter"),
     ("fork", "POST", "/threads/ta/fork"),
+    ("graph", "GET", "/graphs/counter"),
+    ("health", "GET", "/health"),
+    ("metrics", "GET", "/metrics"),
+    ("openapi", "GET", "/openapi.json"),
 ];
 
 fn body(endpoint: &str) -> Option<Value> {

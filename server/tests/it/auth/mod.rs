@@ -15,6 +15,7 @@ use tokio::task::JoinHandle;
 mod guard;
 mod isolation;
 mod matrix;
+mod openapi;
 
 /// The HS256 secret the servers of these tests accept.
 const HS_SECRET: &[u8] = b"a test secret, not a real one";
