@@ -320,6 +320,63 @@ pub async fn ttl_expiry_and_sweep(k: Kit) {
     assert_eq!(item.created_at, k.clock.now());
 }
 
+/// `put_if_absent`: the first writes, a second (even concurrent ones) sees the first's item and
+/// writes nothing; an expired item counts as absent.
+pub async fn put_if_absent_writes_once(k: Kit) {
+    let n = ns(&["owners"]);
+    let first = k
+        .store
+        .put_if_absent(&n, "t1", json!("alice"), None)
+        .await
+        .expect("first");
+    assert_eq!(first, None, "nothing was there");
+    let second = k
+        .store
+        .put_if_absent(&n, "t1", json!("bob"), None)
+        .await
+        .expect("second")
+        .expect("alice's item is there");
+    assert_eq!(second.value, json!("alice"));
+    assert_eq!(
+        k.store.get(&n, "t1").await.expect("get").map(|i| i.value),
+        Some(json!("alice"))
+    );
+    // Sixteen concurrent claims of a new key: exactly one writes, all see its value.
+    let claims = (0..16).map(|i| {
+        let store = k.store.clone();
+        let n = n.clone();
+        async move {
+            store
+                .put_if_absent(&n, "t2", json!(i), None)
+                .await
+                .expect("claim")
+                .map(|item| item.value)
+        }
+    });
+    let answers = futures::future::join_all(claims).await;
+    let winners: Vec<usize> = (0..16).filter(|i| answers[*i].is_none()).collect();
+    assert_eq!(winners.len(), 1, "{answers:?}");
+    let stored = k.store.get(&n, "t2").await.expect("get").expect("written");
+    assert_eq!(stored.value, json!(winners[0]));
+    assert!(answers.iter().flatten().all(|v| *v == stored.value));
+    // Expired: absent.
+    k.store
+        .put_if_absent(&n, "t3", json!("old"), Some(Duration::from_secs(1)))
+        .await
+        .expect("put");
+    k.clock.advance(Duration::from_secs(2));
+    let again = k
+        .store
+        .put_if_absent(&n, "t3", json!("new"), None)
+        .await
+        .expect("again");
+    assert_eq!(again, None, "the expired item does not count");
+    assert_eq!(
+        k.store.get(&n, "t3").await.expect("get").map(|i| i.value),
+        Some(json!("new"))
+    );
+}
+
 /// Without an embedder, a search with a query is [`StoreError::NoEmbedder`].
 pub async fn query_without_embedder_is_an_error(k: Kit) {
     k.store
@@ -405,6 +462,7 @@ where
     check!(search_by_prefix_filter_and_page, false);
     check!(list_namespaces, false);
     check!(ttl_expiry_and_sweep, false);
+    check!(put_if_absent_writes_once, false);
     check!(query_without_embedder_is_an_error, false);
     check!(query_ranks_by_similarity, true);
     assert!(

@@ -177,6 +177,43 @@ impl ItemBackend for PostgresItems {
             .map(|_| ())
     }
 
+    async fn insert_new(&self, record: Record, now: u64) -> Result<Option<Record>, StoreError> {
+        let ns = encode_prefix(&record.namespace);
+        let bytes = serde_json::to_vec(&record).map_err(|e| StoreError::Backend(e.to_string()))?;
+        let expires = millis(record.expires_at);
+        let now = millis(Some(now));
+        // One statement: the row is inserted, or replaced only when the one there has expired;
+        // a conflicting live row is left alone (and read back below).
+        let t = &self.table;
+        let sql = format!(
+            "INSERT INTO {t} AS t (ns, key, record, expires_at) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (ns, key) DO UPDATE SET record = EXCLUDED.record, \
+             expires_at = EXCLUDED.expires_at \
+             WHERE t.expires_at IS NOT NULL AND t.expires_at <= $5 RETURNING 1"
+        );
+        // The row seen may be deleted before it is read back: then try again.
+        for _ in 0..8 {
+            let written = self
+                .query(
+                    "put_if_absent",
+                    &sql,
+                    &[&ns, &record.key, &bytes, &expires, &now],
+                )
+                .await?;
+            if !written.is_empty() {
+                return Ok(None);
+            }
+            if let Some(existing) = self.read(&record.namespace, &record.key).await? {
+                return Ok(Some(existing));
+            }
+        }
+        Err(StoreError::Backend(format!(
+            "put_if_absent of {}/{}: the item kept changing under the insert",
+            record.namespace.join("/"),
+            record.key
+        )))
+    }
+
     async fn read(&self, namespace: &[String], key: &str) -> Result<Option<Record>, StoreError> {
         let sql = format!(
             "SELECT record FROM {} WHERE ns = $1 AND key = $2",

@@ -185,7 +185,8 @@ pub struct ServerConfig {
     pub lease: LeaseSettings,
     /// The long-term store every graph gets (`TaskContext::store`). `None` (the default): with
     /// [`Storage::Sled`] a tree of the same database, with [`Storage::Memory`] one in memory,
-    /// with [`Storage::Checkpointer`] none.
+    /// with [`Storage::Checkpointer`] none. When given, thread owners are kept in it too, so
+    /// servers sharing it agree on them (else in the event database).
     pub store: Option<Arc<dyn Store>>,
     /// The cache of nodes with a cache policy; `None` (the default) as for [`ServerConfig::store`].
     pub node_cache: Option<Arc<dyn NodeCache>>,
@@ -416,7 +417,7 @@ impl ServerState {
                  ({next})"
             );
         }
-        let owners = Owners::open(&events)?;
+        let owners = Owners::open(&events, config.store.clone())?;
         Ok(ServerState {
             inner: Arc::new(Inner {
                 started: std::time::Instant::now(),

@@ -702,7 +702,7 @@ pub(crate) async fn list_threads(
     let mut out = Vec::with_capacity(threads.len());
     let owners = &state.inner.auth.owners;
     for t in threads {
-        if !caller.sees_all() && !caller.may_see(owners.owner_of(&t)?.as_deref()) {
+        if !caller.sees_all() && !caller.may_see(owners.owner_of(&t).await?.as_deref()) {
             continue;
         }
         let graph = state.inner.events.graph_of(&t)?;

@@ -30,6 +30,7 @@ mod react_agent;
 mod recorded;
 mod serve_auth;
 mod serve_failover;
+mod serve_owners;
 mod serve_postgres;
 mod serve_signals;
 mod snapshots;

@@ -35,9 +35,9 @@ graph slow_steps {
 }
 "#;
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    base: String,
+    pub(crate) base: String,
     _db: tempfile::TempDir,
 }
 
@@ -50,8 +50,12 @@ impl Drop for Server {
 
 /// Starts `agentgraph serve` with a 2 s lease renewed every 500 ms, on port 0.
 fn start(url: &str, schema: &str, graphs: &Path) -> Server {
+    start_in(tempfile::tempdir().expect("temp dir"), url, schema, graphs)
+}
+
+/// The same, with `db` as its `--db` folder (which may hold API keys already).
+pub(crate) fn start_in(db: tempfile::TempDir, url: &str, schema: &str, graphs: &Path) -> Server {
     use std::io::BufRead;
-    let db = tempfile::tempdir().expect("temp dir");
     let mut child = Command::new(env!("CARGO_BIN_EXE_agentgraph"))
         .arg("--db")
         .arg(db.path())
@@ -61,6 +65,7 @@ fn start(url: &str, schema: &str, graphs: &Path) -> Server {
         .args(["--addr", "127.0.0.1:0", "--postgres", url])
         .args(["--postgres-schema", schema, "--lease", "2s"])
         .args(["--lease-renew", "500ms"])
+        .env_remove("AGENTGRAPH_JWT_SECRET")
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -55,6 +55,10 @@ impl Record {
 pub trait ItemBackend: Send + Sync + 'static {
     /// Inserts or replaces the record at its namespace and key; durable when it returns.
     async fn write(&self, record: Record) -> Result<(), StoreError>;
+    /// Inserts the record unless a record live at `now` is at its namespace and key; returns
+    /// that record (nothing written) or `None` (written). Atomic against concurrent writers of
+    /// the same backend; durable when it returns.
+    async fn insert_new(&self, record: Record, now: u64) -> Result<Option<Record>, StoreError>;
     /// The record at `namespace`/`key`, expired or not.
     async fn read(&self, namespace: &[String], key: &str) -> Result<Option<Record>, StoreError>;
     /// Removes the record; `true` if there was one.
@@ -174,6 +178,38 @@ impl<B: ItemBackend> Store for ItemStore<B> {
                 embedding,
             })
             .await
+    }
+
+    async fn put_if_absent(
+        &self,
+        namespace: &[String],
+        key: &str,
+        value: Value,
+        ttl: Option<Duration>,
+    ) -> Result<Option<Item>, StoreError> {
+        validate_namespace(namespace)?;
+        let now = self.now();
+        let embedding = match &self.index {
+            Some(index) => match index.text_of(&value) {
+                Some(text) => Some(self.embed_one(index, text).await?),
+                None => None,
+            },
+            None => None,
+        };
+        let record = Record {
+            namespace: namespace.to_vec(),
+            key: key.to_string(),
+            value,
+            created_at: now,
+            updated_at: now,
+            expires_at: ttl.map(|t| now.saturating_add(t.as_millis() as u64)),
+            embedding,
+        };
+        Ok(self
+            .backend
+            .insert_new(record, now)
+            .await?
+            .map(Record::into_item))
     }
 
     async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError> {

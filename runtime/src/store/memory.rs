@@ -43,6 +43,18 @@ impl ItemBackend for MemoryItems {
         Ok(())
     }
 
+    async fn insert_new(&self, record: Record, now: u64) -> Result<Option<Record>, StoreError> {
+        let k = encode_key(&record.namespace, &record.key);
+        let mut map = self.lock();
+        match map.get(&k) {
+            Some(current) if current.live(now) => Ok(Some(current.clone())),
+            _ => {
+                map.insert(k, record);
+                Ok(None)
+            }
+        }
+    }
+
     async fn read(&self, namespace: &[String], key: &str) -> Result<Option<Record>, StoreError> {
         Ok(self.lock().get(&encode_key(namespace, key)).cloned())
     }

@@ -163,6 +163,18 @@ pub trait Store: Send + Sync + 'static {
         ttl: Option<Duration>,
     ) -> Result<(), StoreError>;
 
+    /// Puts `value` at `namespace`/`key` only if no live item is there, atomically (of two
+    /// concurrent calls, one writes and the other sees its item, also across processes sharing
+    /// a PostgreSQL store). Returns the item that was there (nothing written), or `None` when
+    /// `value` was written. An expired item counts as absent. Durable when it returns.
+    async fn put_if_absent(
+        &self,
+        namespace: &[String],
+        key: &str,
+        value: Value,
+        ttl: Option<Duration>,
+    ) -> Result<Option<Item>, StoreError>;
+
     /// The item at `namespace`/`key`, if present and not expired.
     async fn get(&self, namespace: &[String], key: &str) -> Result<Option<Item>, StoreError>;
 

@@ -80,6 +80,31 @@ impl ItemBackend for SledItems {
         self.flush().await
     }
 
+    async fn insert_new(&self, record: Record, now: u64) -> Result<Option<Record>, StoreError> {
+        let k = encode_key(&record.namespace, &record.key);
+        let v = serde_json::to_vec(&record).map_err(backend)?;
+        // Compare and swap against what was read: a writer in between makes it read again.
+        loop {
+            let current = self.tree.get(&k).map_err(backend)?;
+            if let Some(bytes) = &current {
+                let existing = self.decode(&k, bytes)?;
+                if existing.live(now) {
+                    return Ok(Some(existing));
+                }
+            }
+            match self
+                .tree
+                .compare_and_swap(&k, current, Some(v.clone()))
+                .map_err(backend)?
+            {
+                Ok(()) => break,
+                Err(_) => continue,
+            }
+        }
+        self.flush().await?;
+        Ok(None)
+    }
+
     async fn read(&self, namespace: &[String], key: &str) -> Result<Option<Record>, StoreError> {
         let k = encode_key(namespace, key);
         match self.tree.get(&k).map_err(backend)? {

@@ -231,7 +231,7 @@ async fn owns(
     let owners = &inner.auth.owners;
     let me = p.namespace();
     let internal = |e: crate::ServerError| ApiError::internal(e.to_string()).into_response();
-    match owners.owner_of(thread).map_err(internal)? {
+    match owners.owner_of(thread).await.map_err(internal)? {
         Some(o) if o == me => return Ok(()),
         Some(_) if p.is_admin() => return Ok(()),
         Some(_) => return Err(no_thread(thread)),
