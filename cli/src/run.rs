@@ -26,6 +26,11 @@ pub struct RunOpts {
     /// When checkpoints reach the disk: sync, async or exit.
     #[arg(long, default_value = "sync")]
     durability: String,
+    /// Keep only the newest N checkpoints of the thread while running (older ones are
+    /// pruned as the run goes): bounds the store and its memory on long runs; history and
+    /// time travel reach back only that far. Default: keep every checkpoint.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    keep_checkpoints: Option<u64>,
     /// Maximum steps of this run (at least 1).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     recursion_limit: Option<u64>,
@@ -57,6 +62,9 @@ fn config(opts: &RunOpts, thread: String) -> Result<(RunConfig, Option<Modes>), 
         None => None,
     };
     let mut c = RunConfig::thread(thread).durability(durability);
+    c.keep_checkpoints = opts
+        .keep_checkpoints
+        .map(|n| usize::try_from(n).unwrap_or(usize::MAX));
     c.recursion_limit = opts
         .recursion_limit
         .map(|n| usize::try_from(n).unwrap_or(usize::MAX));

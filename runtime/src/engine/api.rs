@@ -109,6 +109,11 @@ pub struct RunConfig {
     /// `usage.runs`, the `run` tracing span. `None` (the default): a new UUID per run. Set
     /// it to tie the run to an id a caller already gave out (the server's `run_id`).
     pub run_id: Option<String>,
+    /// Keeps only the newest this many checkpoints of the thread (per namespace) while the
+    /// run goes on: older ones are pruned every so many steps (at most twice this many are
+    /// stored at once). Bounds the store — and sled's memory — of long runs; history and time
+    /// travel reach back only this far. `None` (the default): every checkpoint is kept.
+    pub keep_checkpoints: Option<usize>,
 }
 
 impl Default for RunConfig {
@@ -125,6 +130,7 @@ impl Default for RunConfig {
             cancel: CancellationToken::new(),
             configurable: Map::new(),
             run_id: None,
+            keep_checkpoints: None,
         }
     }
 }
@@ -166,6 +172,12 @@ impl RunConfig {
     /// Uses this run id instead of a new UUID (see [`RunConfig::run_id`]).
     pub fn run_id(mut self, id: impl Into<String>) -> Self {
         self.run_id = Some(id.into());
+        self
+    }
+    /// Keeps only the newest `keep` checkpoints while running (see
+    /// [`RunConfig::keep_checkpoints`]; at least 1).
+    pub fn keep_checkpoints(mut self, keep: usize) -> Self {
+        self.keep_checkpoints = Some(keep.max(1));
         self
     }
     /// Uses this cancellation token.
@@ -322,6 +334,7 @@ impl CompiledGraph {
             cache: self.cache.clone(),
             thread: Arc::from(config.thread_id.as_str()),
             durability: config.durability,
+            keep_checkpoints: config.keep_checkpoints,
             cancel: config.cancel.clone(),
             resume: Arc::new(BTreeMap::new()),
             recursion_limit: config.recursion_limit,

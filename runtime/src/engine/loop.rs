@@ -35,6 +35,8 @@ pub(crate) struct RunScope {
     pub cache: Option<Arc<dyn crate::cache::NodeCache>>,
     pub thread: Arc<str>,
     pub durability: Durability,
+    /// See [`super::RunConfig::keep_checkpoints`].
+    pub keep_checkpoints: Option<usize>,
     pub cancel: tokio_util::sync::CancellationToken,
     /// Resume answers by interrupt id (a subgraph gets its parent task's).
     pub resume: Arc<BTreeMap<String, Value>>,
@@ -90,7 +92,8 @@ impl Run {
             ns_key.clone(),
             scope.durability,
             scope.run_id.clone(),
-        );
+        )
+        .keep_checkpoints(scope.keep_checkpoints);
         Run {
             channels: Channels::new(graph.schema.clone(), scope.checkpointer.is_some()),
             frontier: Frontier::default(),

@@ -53,6 +53,8 @@ pub(super) struct Store {
     /// The stream position stored with the loaded checkpoint.
     event_seq: u64,
     written: u64,
+    /// Prune the thread to this many checkpoints as the run goes (root namespace only).
+    keep: Option<usize>,
 }
 
 impl Store {
@@ -76,7 +78,14 @@ impl Store {
             exit_started: false,
             event_seq: 0,
             written: 0,
+            keep: None,
         }
+    }
+
+    /// Prunes the thread to the newest `keep` checkpoints per namespace as the run goes.
+    pub(super) fn keep_checkpoints(mut self, keep: Option<usize>) -> Self {
+        self.keep = keep.map(|k| k.max(1));
+        self
     }
 
     pub(super) fn has_checkpointer(&self) -> bool {
@@ -331,6 +340,13 @@ impl Store {
         self.parent = Some(id);
         self.pending.clear();
         self.written += 1;
+        // Retention: every `keep` checkpoints (at least every 16), the thread goes back to its
+        // newest `keep` per namespace; the root run does it for its subgraphs too.
+        if let (Some(keep), true) = (self.keep, self.ns_key.is_empty()) {
+            if self.written % (keep.max(16) as u64) == 0 {
+                cp.prune(Some(&self.thread), keep).await?;
+            }
+        }
         if at.emitter.enabled(Mode::Debug) {
             let ev = DebugEvent::Checkpoint {
                 step,

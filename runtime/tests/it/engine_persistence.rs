@@ -358,3 +358,56 @@ async fn threads_list_delete_and_prune() {
     assert_eq!(g.list_threads().await.unwrap(), ["t1"]);
     assert!(g.get_state("t2", None).await.unwrap().is_none());
 }
+
+/// `keep_checkpoints`: a 200-step run on sled stores at most twice the kept number of
+/// checkpoints at any time and ends with at most that; its state is whole (every message of
+/// every step, through the incremental channel storage), and reopening the store resumes it.
+#[tokio::test]
+async fn a_run_keeping_few_checkpoints_prunes_as_it_goes_and_keeps_its_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let keep = 20;
+    {
+        let cp = Arc::new(SledCheckpointer::open(dir.path()).unwrap());
+        let g = message_loop(200).with_checkpointer(cp);
+        let out = g
+            .invoke(
+                values(json!({})),
+                RunConfig::thread("k").keep_checkpoints(keep),
+            )
+            .await
+            .unwrap();
+        // 1 input checkpoint + 201 loop checkpoints were written.
+        assert_eq!(out.stats.checkpoints_written, 202);
+        let h = g.history("k", ListQuery::default()).await.unwrap();
+        assert!(
+            (keep..2 * keep).contains(&h.len()),
+            "{} checkpoints stored",
+            h.len()
+        );
+        assert_eq!(h[0].step, 200, "the newest is kept");
+        for w in h.windows(2) {
+            assert_eq!(w[0].parent_id, Some(w[1].checkpoint_id));
+        }
+    }
+    let cp = Arc::new(SledCheckpointer::open(dir.path()).unwrap());
+    let g = message_loop(200).with_checkpointer(cp);
+    let st = state_of(&g, "k").await;
+    assert_eq!(st.values["i"], json!(200));
+    let ids: Vec<String> = st.values["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_str().unwrap().to_string())
+        .collect();
+    let expected: Vec<String> = (0..200).map(|i| format!("m{i}")).collect();
+    assert_eq!(ids, expected);
+    // Without the setting, every checkpoint stays.
+    let g = message_loop(30).with_checkpointer(memory());
+    g.invoke(values(json!({})), RunConfig::thread("all"))
+        .await
+        .unwrap();
+    assert_eq!(
+        g.history("all", ListQuery::default()).await.unwrap().len(),
+        32
+    );
+}
