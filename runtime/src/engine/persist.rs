@@ -343,7 +343,7 @@ impl Store {
         // Retention: every `keep` checkpoints (at least every 16), the thread goes back to its
         // newest `keep` per namespace; the root run does it for its subgraphs too.
         if let (Some(keep), true) = (self.keep, self.ns_key.is_empty()) {
-            if self.written % (keep.max(16) as u64) == 0 {
+            if self.written.is_multiple_of(keep.max(16) as u64) {
                 cp.prune(Some(&self.thread), keep).await?;
             }
         }
