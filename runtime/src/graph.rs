@@ -108,6 +108,8 @@ pub(crate) struct GraphInner {
     pub interrupt_before: HashSet<usize>,
     pub interrupt_after: HashSet<usize>,
     pub recursion_limit: usize,
+    /// The graph's default for [`crate::RunConfig::keep_checkpoints`].
+    pub keep_checkpoints: Option<usize>,
 }
 
 impl GraphInner {
@@ -266,6 +268,7 @@ pub struct GraphBuilder {
     interrupt_before: Vec<String>,
     interrupt_after: Vec<String>,
     recursion_limit: usize,
+    keep_checkpoints: Option<usize>,
     input: Option<Vec<String>>,
     output: Option<Vec<String>>,
 }
@@ -294,6 +297,7 @@ impl GraphBuilder {
             interrupt_before: Vec::new(),
             interrupt_after: Vec::new(),
             recursion_limit: DEFAULT_RECURSION_LIMIT,
+            keep_checkpoints: None,
             input: None,
             output: None,
         }
@@ -414,6 +418,13 @@ impl GraphBuilder {
     /// The maximum number of steps of one run (default 10 000).
     pub fn recursion_limit(mut self, limit: usize) -> Self {
         self.recursion_limit = limit;
+        self
+    }
+
+    /// Runs keep only the newest `keep` checkpoints of their thread unless their
+    /// [`crate::RunConfig::keep_checkpoints`] says otherwise (default: every checkpoint).
+    pub fn keep_checkpoints(mut self, keep: usize) -> Self {
+        self.keep_checkpoints = Some(keep.max(1));
         self
     }
 
@@ -552,6 +563,7 @@ impl GraphBuilder {
                 interrupt_before,
                 interrupt_after,
                 recursion_limit: self.recursion_limit,
+                keep_checkpoints: self.keep_checkpoints,
             }),
             checkpointer: None,
             store: None,

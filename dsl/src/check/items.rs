@@ -193,7 +193,7 @@ impl Checker<'_, '_> {
                 self.out
                     .push(diag::unknown_config_key(k.span, &k.name, CONFIG_KEYS));
             } else if !matches!(v.kind, ExprKind::Int { value } if value > 0) {
-                self.out.push(diag::bad_recursion_limit(v.span));
+                self.out.push(diag::bad_config_count(v.span, &k.name));
             }
         }
     }

@@ -153,6 +153,9 @@ fn graph_options(mut b: GraphBuilder, g: &GraphDecl) -> GraphBuilder {
                 if let Some(ExprKind::Int { value }) = o.get("recursion_limit").map(|e| &e.kind) {
                     b = b.recursion_limit((*value).max(1) as usize);
                 }
+                if let Some(ExprKind::Int { value }) = o.get("keep_checkpoints").map(|e| &e.kind) {
+                    b = b.keep_checkpoints(usize::try_from(*value).unwrap_or(1).max(1));
+                }
             }
             GraphItem::Interrupt(i) => {
                 for n in &i.nodes {

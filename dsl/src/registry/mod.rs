@@ -254,4 +254,4 @@ pub const RETRY_KEYS: &[&str] = &[
 pub const CACHE_KEYS: &[&str] = &["ttl"];
 
 /// Keys of `config { … }`.
-pub const CONFIG_KEYS: &[&str] = &["recursion_limit"];
+pub const CONFIG_KEYS: &[&str] = &["recursion_limit", "keep_checkpoints"];

@@ -196,3 +196,52 @@ async fn code_map_reduce_counts_words_in_javascript() {
         json!([{"the": 1, "cat": 1, "sat": 1}, {"the": 2, "cat": 1, "ran": 1, "dog": 1, "sat": 1}])
     );
 }
+
+/// `config { keep_checkpoints: N }`: a 100-step loop keeps fewer than 2 N checkpoints, a run
+/// setting overrides it, and a value that is not a positive integer is a diagnostic naming
+/// the key.
+#[tokio::test]
+async fn config_keep_checkpoints_bounds_the_history() {
+    let src = |keep: &str| {
+        format!(
+            "graph retained {{\n  state {{\n    n: int = 0\n  }}\n  config {{ keep_checkpoints: {keep} }}\n\n  node bump {{\n    set {{ n: n + 1 }}\n  }}\n\n  START -> bump\n  bump -> route {{\n    n < 100 => bump\n    else    => END\n  }}\n}}\n"
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let reg = Registry::default();
+    let project = Project::from_source(&dir.path().join("retained.ag"), src("20"));
+    assert!(project.check(&reg).is_empty());
+    let g = project
+        .compile(&reg)
+        .unwrap()
+        .with_checkpointer(Arc::new(MemoryCheckpointer::new()));
+    let out = g
+        .invoke(Input::values(json!({})), RunConfig::thread("t"))
+        .await
+        .unwrap();
+    assert_eq!(out.values["n"], json!(100));
+    let kept = g.history("t", ListQuery::default()).await.unwrap().len();
+    assert!((20..40).contains(&kept), "{kept} checkpoints kept");
+    // The run's own setting wins.
+    g.invoke(
+        Input::values(json!({})),
+        RunConfig::thread("u").keep_checkpoints(1000),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        g.history("u", ListQuery::default()).await.unwrap().len(),
+        102
+    );
+
+    let bad = Project::from_source(&dir.path().join("bad.ag"), src("0"));
+    let diags = bad.check(&reg);
+    assert_eq!(diags.len(), 1, "{diags:?}");
+    assert!(
+        diags[0]
+            .message
+            .contains("keep_checkpoints must be a positive integer"),
+        "{}",
+        diags[0].message
+    );
+}

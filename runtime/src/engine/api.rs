@@ -112,7 +112,9 @@ pub struct RunConfig {
     /// Keeps only the newest this many checkpoints of the thread (per namespace) while the
     /// run goes on: older ones are pruned every so many steps (at most twice this many are
     /// stored at once). Bounds the store — and sled's memory — of long runs; history and time
-    /// travel reach back only this far. `None` (the default): every checkpoint is kept.
+    /// travel reach back only this far. `None` (the default): the graph's setting
+    /// ([`crate::GraphBuilder::keep_checkpoints`], the DSL's `config { keep_checkpoints: N }`),
+    /// else every checkpoint is kept.
     pub keep_checkpoints: Option<usize>,
 }
 
@@ -334,7 +336,7 @@ impl CompiledGraph {
             cache: self.cache.clone(),
             thread: Arc::from(config.thread_id.as_str()),
             durability: config.durability,
-            keep_checkpoints: config.keep_checkpoints,
+            keep_checkpoints: config.keep_checkpoints.or(self.inner.keep_checkpoints),
             cancel: config.cancel.clone(),
             resume: Arc::new(BTreeMap::new()),
             recursion_limit: config.recursion_limit,

@@ -181,15 +181,21 @@ pub fn unknown_config_key(span: Span, key: &str, known: &[&str]) -> Diagnostic {
     .help(suggestion("config keys", key, known.iter().copied()))
 }
 
-/// `recursion_limit` that is not a positive integer.
-pub fn bad_recursion_limit(span: Span) -> Diagnostic {
+/// A config value (`recursion_limit`, `keep_checkpoints`) that is not a positive integer.
+pub fn bad_config_count(span: Span, key: &str) -> Diagnostic {
+    let help = match key {
+        "keep_checkpoints" => {
+            "how many checkpoints of the thread a run keeps, e.g. `config { keep_checkpoints: 100 }`"
+        }
+        _ => "the most steps a run may take, e.g. `config { recursion_limit: 50 }`",
+    };
     Diagnostic::new(
         codes::BAD_CONFIG,
         span,
-        "recursion_limit must be a positive integer",
+        format!("{key} must be a positive integer"),
     )
     .label("not a positive integer")
-    .help("the most steps a run may take, e.g. `config { recursion_limit: 50 }`")
+    .help(help)
 }
 
 /// A key a `retry { … }` block does not have; `known` are the keys it has.
