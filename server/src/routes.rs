@@ -39,6 +39,7 @@ pub fn router(state: ServerState) -> Router {
     }
     app.merge(crate::studio::routes::routes())
         .merge(crate::studio::fork::routes())
+        .merge(crate::tasks::routes())
         .route("/graphs", get(list_graphs))
         .route("/graphs/{*name}", get(graph_status))
         .route("/threads", get(list_threads))
@@ -324,7 +325,9 @@ async fn cancel(
     Path(thread): Path<String>,
 ) -> ApiResult<Json<Value>> {
     check_thread(&thread)?;
-    let body = match runs::cancel(&state, &thread).await? {
+    // The whole thread: its run and its background tasks.
+    let tasks = crate::tasks::cancel_thread(&thread);
+    let mut body = match runs::cancel(&state, &thread).await? {
         Cancelled::Here { run_id } => {
             json!({ "thread_id": thread, "cancelled": true, "run_id": run_id })
         }
@@ -333,6 +336,7 @@ async fn cancel(
         }
         Cancelled::Nothing => json!({ "thread_id": thread, "cancelled": false, "run_id": null }),
     };
+    body["tasks_cancelled"] = json!(tasks);
     Ok(Json(body))
 }
 
