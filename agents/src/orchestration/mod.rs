@@ -2,7 +2,8 @@
 //! ([`subagent`], the [`DelegateTool`]), planned tasks ([`PlanTool`]), deferred tools
 //! ([`SearchToolsTool`], [`LoadToolTool`], and [`crate::nodes::LlmNode::deferred`]), and human
 //! confirmation ([`confirm`], [`AskUserTool`]), and per-host approval of web access
-//! ([`gate_url`]), and the verify loop's state machine ([`ReportVerdictTool`]).
+//! ([`gate_url`]), and the verify loop's state machine ([`ReportVerdictTool`]), and
+//! background tasks ([`background`]: detached sub-agent runs the orchestrator steers).
 //!
 //! Nothing here knows a product: the tools a sub-agent may use come from a pool the
 //! application registers ([`ToolPool`]).

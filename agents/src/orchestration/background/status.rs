@@ -218,11 +218,7 @@ pub fn status_block(list: &[TaskEntry]) -> String {
     let finished = list.iter().filter(|e| e.state.is_terminal()).count();
     let skip = finished.saturating_sub(FINISHED_SHOWN);
     let mut skipped = 0;
-    let mut lines = vec![
-        "Background tasks of this thread (refer to them by id: task_status, send_to_task, \
-         cancel_task):"
-            .to_string(),
-    ];
+    let mut lines = vec!["Background tasks of this thread (by id):".to_string()];
     for e in list {
         if e.state.is_terminal() && skipped < skip {
             skipped += 1;
@@ -244,9 +240,7 @@ pub fn status_block(list: &[TaskEntry]) -> String {
         lines.push(line);
     }
     if skipped > 0 {
-        lines.push(format!(
-            "({skipped} older finished task(s) not shown; task_status with their id)"
-        ));
+        lines.push(format!("({skipped} older finished task(s) not shown)"));
     }
     lines.join("\n")
 }

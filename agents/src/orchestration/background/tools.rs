@@ -78,23 +78,20 @@ impl Tool for Start {
     }
 
     fn description(&self) -> &str {
-        "Start a sub-agent in the background and go on at once: for long work (a build, \
-         research, a multi-step check) while you keep talking to the user. Give it an id \
-         (short, unique in this conversation), a role, instructions (its whole system prompt), \
-         the task, and the names of the tools it needs. Its status and result appear in your \
-         context each turn; correct it with send_to_task, stop it with cancel_task. At most 5 \
-         run at once."
+        "Run a sub-agent in the background (long work the user need not wait for) and go on \
+         at once. Fields as delegate, plus an id unique in this conversation. Its status is in \
+         your context each turn. At most 5 at once."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "Short id, unique in this conversation: letters, digits, - and _ (e.g. \"audit-failures\")."},
-                "role": {"type": "string", "description": "Free-form role, e.g. \"execution debugger\"."},
-                "instructions": {"type": "string", "description": "The sub-agent's system prompt: goal, context, expected answer."},
-                "task": {"type": "string", "description": "The concrete request it starts with."},
-                "tools": {"type": "array", "items": {"type": "string"}, "description": "Names of registered tools it may call."}
+                "id": {"type": "string", "description": "Short: letters, digits, - and _."},
+                "role": {"type": "string"},
+                "instructions": {"type": "string", "description": "Its system prompt."},
+                "task": {"type": "string"},
+                "tools": {"type": "array", "items": {"type": "string"}, "description": "Tool names."}
             },
             "required": ["id", "role", "instructions", "task", "tools"],
             "additionalProperties": false
@@ -205,16 +202,15 @@ impl Tool for Send {
     }
 
     fn description(&self) -> &str {
-        "Send a correction to a running background task (the user changed their mind, a \
-         detail was wrong): it reads it before its next step and follows it."
+        "Send a correction to a running background task: it reads it before its next step."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
             "properties": {
-                "id": {"type": "string", "description": "The task's id."},
-                "message": {"type": "string", "description": "The correction, as an instruction."}
+                "id": {"type": "string"},
+                "message": {"type": "string"}
             },
             "required": ["id", "message"],
             "additionalProperties": false
@@ -246,14 +242,13 @@ impl Tool for Cancel {
     }
 
     fn description(&self) -> &str {
-        "Stop a background task (the user said \"stop that\", or it is no longer needed); \
-         `all` stops every running task of this conversation."
+        "Stop a background task (\"stop that\"); id `all` stops every one."
     }
 
     fn input_schema(&self) -> Value {
         json!({
             "type": "object",
-            "properties": {"id": {"type": "string", "description": "The task's id, or \"all\"."}},
+            "properties": {"id": {"type": "string"}},
             "required": ["id"],
             "additionalProperties": false
         })
