@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 /// The orchestrator's script: one `match` group, since the task's own thread starts the
 /// script from its first answer too (most specific matches first).
-fn script() -> serde_json::Value {
+pub(crate) fn script() -> serde_json::Value {
     json!({"responses": [
         {"node": "task", "match": "summarise notes", "text": "Summary ready."},
         {"node": "agent", "match": "\"blue\"", "text": "You said blue."},
