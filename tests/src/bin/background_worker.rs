@@ -2,10 +2,11 @@
 //! sled store, its `work` calls and model calls logged to a file (line by line, synced).
 //!
 //! ```text
-//! background-worker start  --db DIR --log FILE   turn 1 starts tasks `a` and `b`; each one's
-//!                                                second `work` call never ends; prints `ready`
-//!                                                once both are in it, then waits to be killed
-//! background-worker resume --db DIR --log FILE   turn 2 (`status?`) resumes them; once both
+//! background-worker start  --db DIR --log FILE   turn 1 starts tasks `a`, `b` and `c`; the
+//!                                                second `work` call of `a` and `b` never ends;
+//!                                                prints `ready` once `c` finished and both
+//!                                                others are in it, then waits to be killed
+//! background-worker resume --db DIR --log FILE   turn 2 (`status?`) resumes them; once all
 //!                                                are over, turn 3 (`status?`); prints one JSON
 //!                                                line: both turns' answers and the task list
 //! ```
@@ -73,12 +74,25 @@ async fn work(mode: &str, db: &str, log: PathBuf) -> Result<(), String> {
     if mode == "start" {
         tool.hold("a", 2);
         tool.hold("b", 2);
+        // `c` finishes after the turn: the thread's task list still says it runs.
+        tool.hold("c", 1);
         graph
-            .invoke(say("start a b", "h1"), RunConfig::thread(THREAD))
+            .invoke(say("start a b c", "h1"), RunConfig::thread(THREAD))
             .await
             .map_err(|e| e.to_string())?;
+        tool.release("c", 1);
+        registry()
+            .wait(THREAD, "c")
+            .await
+            .ok_or("task c is not known")?;
         tool.reached("work a 2", 1).await;
         tool.reached("work b 2", 1).await;
+        let listed = graph
+            .get_state(THREAD, None)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|s| s.values[BACKGROUND_TASKS]["c"]["state"].clone());
+        say_line(&format!("c is listed as {}", listed.unwrap_or_default()));
         say_line("ready");
         std::future::pending::<()>().await;
         return Ok(());
@@ -87,7 +101,7 @@ async fn work(mode: &str, db: &str, log: PathBuf) -> Result<(), String> {
         .invoke(say("status?", "h2"), RunConfig::thread(THREAD))
         .await
         .map_err(|e| e.to_string())?;
-    for id in ["a", "b"] {
+    for id in ["a", "b", "c"] {
         registry()
             .wait(THREAD, id)
             .await

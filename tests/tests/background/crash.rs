@@ -1,5 +1,6 @@
-//! SIGKILL while two background tasks run: the next turn of the thread, in a new process,
-//! resumes both from their checkpoints; nothing they had finished runs again.
+//! SIGKILL while two background tasks run and a third one has finished: the next turn of the
+//! thread, in a new process, resumes the two from their checkpoints; nothing they had
+//! finished runs again, and the finished task is not run again at all.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -26,7 +27,7 @@ fn count(lines: &[String], line: &str) -> usize {
 }
 
 #[test]
-fn a_sigkill_while_two_tasks_run_resumes_both_without_rerunning_finished_steps() {
+fn a_sigkill_while_two_tasks_run_resumes_both_and_reruns_nothing_finished() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (db, log) = (dir.path().join("db"), dir.path().join("log"));
     let mut first = worker("start", &db, &log)
@@ -40,16 +41,19 @@ fn a_sigkill_while_two_tasks_run_resumes_both_without_rerunning_finished_steps()
         }
     });
     let deadline = Instant::now() + Duration::from_secs(60);
+    let mut printed = Vec::new();
     loop {
         match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
             Ok(l) if l == "ready" => break,
-            Ok(_) => {}
+            Ok(l) => printed.push(l),
             Err(e) => {
                 let _ = first.kill();
                 panic!("the worker never got both tasks into their second step: {e}");
             }
         }
     }
+    // The thread's list still says `c` runs: the restart must find out that it ended.
+    assert_eq!(printed, ["c is listed as \"running\""]);
     // Both tasks are inside their second `work` call: SIGKILL.
     first.kill().expect("SIGKILL");
     let status = first.wait().expect("wait");
@@ -66,6 +70,14 @@ fn a_sigkill_while_two_tasks_run_resumes_both_without_rerunning_finished_steps()
         let thread = format!("model task bg-thread:task:{t}");
         assert_eq!(count(&before, &thread), 2, "{before:#?}");
     }
+    // `c` finished: two steps and its answer.
+    assert_eq!(count(&before, "work c 1"), 1, "{before:#?}");
+    assert_eq!(count(&before, "work c 2"), 1, "{before:#?}");
+    assert_eq!(
+        count(&before, "model task bg-thread:task:c"),
+        3,
+        "{before:#?}"
+    );
 
     let out = worker("resume", &db, &log)
         .output()
@@ -88,6 +100,14 @@ fn a_sigkill_while_two_tasks_run_resumes_both_without_rerunning_finished_steps()
         let thread = format!("model task bg-thread:task:{t}");
         assert_eq!(count(&lines, &thread), 3, "{lines:#?}");
     }
+    // The finished task was not run again.
+    assert_eq!(count(&lines, "work c 1"), 1, "{lines:#?}");
+    assert_eq!(count(&lines, "work c 2"), 1, "{lines:#?}");
+    assert_eq!(
+        count(&lines, "model task bg-thread:task:c"),
+        3,
+        "{lines:#?}"
+    );
     // Turn 1 made two orchestrator calls; turns 2 and 3 one each.
     assert_eq!(count(&lines, "model agent bg-thread"), 4, "{lines:#?}");
     let report: serde_json::Value = serde_json::from_slice(
@@ -104,7 +124,7 @@ fn a_sigkill_while_two_tasks_run_resumes_both_without_rerunning_finished_steps()
         "{second}"
     );
     let third = report["third"].as_str().expect("third");
-    for t in ["a", "b"] {
+    for t in ["a", "b", "c"] {
         assert!(
             third.contains(&format!(
                 "- {t} [done] counter: count for {t} | result: finished count for {t}"
