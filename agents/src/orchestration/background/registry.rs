@@ -108,6 +108,7 @@ pub struct LiveStatus {
 
 /// One task alive in this process.
 pub(crate) struct Live {
+    pub(crate) parent: String,
     pub(crate) id: String,
     pub(crate) thread: String,
     /// The idempotency key of the call that started it.
@@ -116,7 +117,13 @@ pub(crate) struct Live {
     inbox: Mutex<Vec<String>>,
     /// `(state, result)`: running with its last step's line, or how it ended.
     status: Mutex<(TaskState, Option<String>)>,
+    /// When it ended, in the registry's count of ends (0: running).
+    ended: std::sync::atomic::AtomicU64,
 }
+
+/// Finished tasks kept per thread (the oldest beyond are forgotten; their threads and the
+/// parent's task list keep them).
+pub const FINISHED_KEPT: usize = 20;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic while holding these locks leaves plain data behind: keep using it.
@@ -168,6 +175,8 @@ pub struct Registry {
     tasks: Mutex<BTreeMap<(String, String), Arc<Live>>>,
     /// Signalled whenever a task ends.
     ended: Notify,
+    /// Tasks ended so far (orders the finished ones).
+    ends: std::sync::atomic::AtomicU64,
     /// `(parent, run id)` whose cancellation is watched.
     watched: Mutex<BTreeSet<(String, String)>>,
 }
@@ -219,20 +228,40 @@ impl Registry {
             }
         }
         let live = Arc::new(Live {
+            parent: parent.to_string(),
             id: id.to_string(),
             thread: thread.to_string(),
             call: call.to_string(),
             cancel: CancellationToken::new(),
             inbox: Mutex::new(Vec::new()),
             status: Mutex::new((TaskState::Running, None)),
+            ended: std::sync::atomic::AtomicU64::new(0),
         });
         tasks.insert(key, live.clone());
         Ok(Claim::New(live))
     }
 
-    /// Records how a task ended.
+    /// Records how a task ended; forgets the thread's oldest finished tasks beyond
+    /// [`FINISHED_KEPT`].
     pub(crate) fn finish(&self, live: &Live, state: TaskState, result: Option<String>) {
+        use std::sync::atomic::Ordering;
         *lock(&live.status) = (state, result);
+        let n = self.ends.fetch_add(1, Ordering::SeqCst) + 1;
+        live.ended.store(n, Ordering::SeqCst);
+        {
+            let mut tasks = lock(&self.tasks);
+            let mut finished: Vec<(u64, (String, String))> = tasks
+                .iter()
+                .filter(|((p, _), l)| *p == live.parent && l.ended.load(Ordering::SeqCst) > 0)
+                .map(|(k, l)| (l.ended.load(Ordering::SeqCst), k.clone()))
+                .collect();
+            if finished.len() > FINISHED_KEPT {
+                finished.sort();
+                for (_, key) in &finished[..finished.len() - FINISHED_KEPT] {
+                    tasks.remove(key);
+                }
+            }
+        }
         self.ended.notify_waiters();
     }
 
@@ -350,5 +379,61 @@ impl Registry {
             }
             lock(&self.watched).remove(&key);
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claimed(r: &Registry, parent: &str, id: &str, limit: Option<usize>) -> Arc<Live> {
+        match r.claim(parent, id, &format!("{parent}:task:{id}"), "call", limit) {
+            Ok(Claim::New(l)) => l,
+            Ok(Claim::Exists(_)) => panic!("{id} exists"),
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    #[test]
+    fn the_limit_counts_running_tasks_of_the_thread_only() {
+        let r = Registry::default();
+        let first = claimed(&r, "p", "t0", Some(2));
+        claimed(&r, "p", "t1", Some(2));
+        claimed(&r, "other", "t0", Some(2));
+        let Err(e) = r.claim("p", "t2", "x", "call", Some(2)) else {
+            panic!("a third task ran");
+        };
+        assert_eq!(e.code(), "TASK_LIMIT");
+        assert_eq!(
+            e.to_string(),
+            "2 background tasks already run in this thread (t0, t1); wait until one finishes \
+             (its status is in your context each turn) or cancel one with cancel_task, then \
+             start this one again"
+        );
+        r.finish(&first, TaskState::Done, Some("ok".into()));
+        claimed(&r, "p", "t2", Some(2));
+    }
+
+    #[test]
+    fn only_the_newest_finished_tasks_of_a_thread_are_kept() {
+        let r = Registry::default();
+        for i in 0..FINISHED_KEPT + 2 {
+            let l = claimed(&r, "p", &format!("t{i:02}"), None);
+            r.finish(&l, TaskState::Done, None);
+        }
+        let running = claimed(&r, "p", "live", None);
+        let ids: Vec<String> = r.list("p").into_iter().map(|t| t.id).collect();
+        assert_eq!(ids.len(), FINISHED_KEPT + 1);
+        assert!(!ids.contains(&"t00".to_string()) && !ids.contains(&"t01".to_string()));
+        assert!(ids.contains(&"t02".to_string()) && ids.contains(&"live".to_string()));
+        assert_eq!(
+            r.cancel("p", "live").map(|s| s.state),
+            Ok(TaskState::Running)
+        );
+        assert!(running.cancel.is_cancelled());
+        assert_eq!(
+            r.cancel("p", "t00").map_err(|e| e.code()),
+            Err("UNKNOWN_TASK")
+        );
     }
 }

@@ -244,3 +244,55 @@ pub fn status_block(list: &[TaskEntry]) -> String {
     }
     lines.join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, step: i64, state: TaskState, result: Option<&str>) -> TaskEntry {
+        TaskEntry {
+            id: id.into(),
+            role: "researcher".into(),
+            instructions: String::new(),
+            task: format!("look into {id}"),
+            tools: Vec::new(),
+            thread: format!("p:task:{id}"),
+            state,
+            result: result.map(str::to_owned),
+            step,
+            call: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_block_lists_running_tasks_and_the_newest_finished_ones() {
+        assert_eq!(status_block(&[]), "No background tasks in this thread.");
+        let mut list: Vec<TaskEntry> = (0..12)
+            .map(|i| entry(&format!("old{i}"), i, TaskState::Done, Some("fine")))
+            .collect();
+        list.push(entry(
+            "busy",
+            12,
+            TaskState::Running,
+            Some("called fetch_url"),
+        ));
+        list.push(entry("gone", 13, TaskState::Cancelled, None));
+        let block = status_block(&list);
+        let lines: Vec<&str> = block.lines().collect();
+        assert_eq!(lines[0], "Background tasks of this thread (by id):");
+        // 13 finished: the oldest 3 are left out.
+        assert!(
+            !block.contains("- old0 ") && !block.contains("- old2 "),
+            "{block}"
+        );
+        assert!(
+            lines.contains(&"- old3 [done] researcher: look into old3 | result: fine"),
+            "{block}"
+        );
+        assert!(lines.contains(
+            &"- busy [running] researcher: look into busy | last step: called fetch_url"
+        ));
+        assert!(lines.contains(&"- gone [cancelled] researcher: look into gone"));
+        assert_eq!(lines.last(), Some(&"(3 older finished task(s) not shown)"));
+    }
+}
