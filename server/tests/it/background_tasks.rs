@@ -1,16 +1,23 @@
 //! Background tasks over HTTP: a graph's `start_background_task` leaves a task running after
 //! its run ended; `GET /threads/{id}/tasks` lists it, `POST /threads/{id}/tasks/{task}/cancel`
 //! stops it (the server's cancel of one task), and `POST /threads/{id}/cancel` stops every
-//! task of the thread.
+//! task of the thread. With run leases, a task keeps writing its own thread after the run that
+//! started it ended (the run's fence guards the run's thread only).
 
 use agentgraph_agents::orchestration::background::Background;
 use agentgraph_agents::orchestration::ToolPool;
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_dsl::Registry;
-use agentgraph_server::{serve_on, ServerConfig, ServerState, Storage};
+use agentgraph_runtime::checkpoint::{
+    CheckpointError, ClaimedRun, RunLeases, RunOutcome, RunRecord,
+};
+use agentgraph_server::{serve_on, LeaseSettings, ServerConfig, ServerState, Storage};
 use async_trait::async_trait;
 use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// `slow`: runs until its run is cancelled.
@@ -30,6 +37,78 @@ impl Tool for Slow {
     async fn call(&self, _args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         ctx.cancellation().cancelled().await;
         Err(ToolError::new("CANCELLED", "stopped"))
+    }
+}
+
+/// Opened by the test: `gate` calls wait until then.
+static GATE: AtomicBool = AtomicBool::new(false);
+
+/// `gate`: waits until [`GATE`] opens.
+struct Gate;
+
+#[async_trait]
+impl Tool for Gate {
+    fn name(&self) -> &str {
+        "gate"
+    }
+    fn description(&self) -> &str {
+        "Waits for the gate."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object"})
+    }
+    async fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        while !GATE.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(ToolOutput::text("open"))
+    }
+}
+
+/// Run leases in memory: a run holds its lease until it finished.
+#[derive(Default)]
+struct Ending {
+    finished: Mutex<BTreeSet<String>>,
+}
+
+#[async_trait]
+impl RunLeases for Ending {
+    fn owner(&self) -> &str {
+        "test"
+    }
+    async fn record(&self, _: &RunRecord, _: Duration, floor: u64) -> Result<u64, CheckpointError> {
+        Ok(floor)
+    }
+    async fn renew(&self, runs: &[String], _: Duration) -> Result<Vec<String>, CheckpointError> {
+        Ok(runs.to_vec())
+    }
+    async fn holds(&self, run_id: &str) -> Result<bool, CheckpointError> {
+        Ok(!self.finished.lock().expect("lock").contains(run_id))
+    }
+    async fn reserve_events(&self, _: &str, _: u64) -> Result<bool, CheckpointError> {
+        Ok(true)
+    }
+    async fn finish(
+        &self,
+        run_id: &str,
+        _: RunOutcome,
+        _: Option<&str>,
+    ) -> Result<bool, CheckpointError> {
+        self.finished
+            .lock()
+            .expect("lock")
+            .insert(run_id.to_string());
+        Ok(true)
+    }
+    async fn hand_back(&self, _: &str) -> Result<bool, CheckpointError> {
+        Ok(true)
+    }
+    async fn claim_expired(
+        &self,
+        _: Duration,
+        _: u32,
+    ) -> Result<Option<ClaimedRun>, CheckpointError> {
+        Ok(None)
     }
 }
 
@@ -70,24 +149,37 @@ impl Drop for Server {
 }
 
 async fn start() -> Server {
+    start_with(None).await
+}
+
+async fn start_with(leases: Option<Arc<Ending>>) -> Server {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::write(dir.path().join("bg.ag"), GRAPH).expect("graph");
     // One cursor per thread: the task's thread starts the script at its start too, so the
     // answers form one `match` group that each caller picks from by what it was asked.
     let script = json!({"responses": [
         {"node": "task", "match": "count slowly", "tool_calls": [{"name": "slow", "args": {}}]},
+        {"node": "task", "match": "\"open\"", "text": "Through."},
+        {"node": "task", "match": "pass the gate", "tool_calls": [{"name": "gate", "args": {}}]},
+        {"node": "agent", "match": "\"type\":\"tool\"", "text": "Started."},
+        {"node": "agent", "match": "gate it", "tool_calls": [{"name": "start_background_task",
+            "args": {"id": "a", "role": "gatekeeper", "instructions": "Pass.",
+                     "task": "pass the gate", "tools": ["gate"]}}]},
         {"node": "agent", "match": "start it", "tool_calls": [{"name": "start_background_task",
             "args": {"id": "a", "role": "counter", "instructions": "Count.",
-                     "task": "count slowly", "tools": ["slow"]}}]},
-        {"node": "agent", "match": "\"type\":\"tool\"", "text": "Started."}
+                     "task": "count slowly", "tools": ["slow"]}}]}
     ]});
     std::fs::write(dir.path().join("bg.json"), script.to_string()).expect("script");
-    let config = ServerConfig::new(dir.path(), dir.path().join("db"))
+    let mut config = ServerConfig::new(dir.path(), dir.path().join("db"))
         .storage(Storage::Memory)
         .registry(Arc::new(|| {
             let mut reg = Registry::default();
-            let slow: Arc<dyn Tool> = Arc::new(Slow);
-            let pool: ToolPool = Arc::new([("slow".to_string(), slow)].into_iter().collect());
+            let (slow, gate): (Arc<dyn Tool>, Arc<dyn Tool>) = (Arc::new(Slow), Arc::new(Gate));
+            let pool: ToolPool = Arc::new(
+                [("slow".to_string(), slow), ("gate".to_string(), gate)]
+                    .into_iter()
+                    .collect(),
+            );
             let tools: agentgraph_dsl::agents::ToolMap = Background::new(pool)
                 .tools()
                 .into_iter()
@@ -96,6 +188,9 @@ async fn start() -> Server {
             agentgraph_dsl::agents::register(&mut reg, tools);
             reg
         }));
+    if let Some(leases) = leases {
+        config = config.run_leases(leases, LeaseSettings::default());
+    }
     let state = ServerState::new(&config).expect("state");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -152,11 +247,17 @@ impl Server {
 
     /// Starts task `a` on `thread` and waits until it runs after the run ended.
     async fn started(&self, thread: &str) {
+        self.run(thread, "start it").await;
+        self.task_a(thread, "running").await;
+    }
+
+    /// Runs a turn saying `text` on `thread` and waits until its run ended.
+    async fn run(&self, thread: &str, text: &str) {
         let (st, v) = self
             .post(
                 &format!("/threads/{thread}/runs"),
                 json!({"graph": "bg", "input": {"messages": [
-                    {"type": "human", "id": "h1", "content": "start it"}]}}),
+                    {"type": "human", "id": "h1", "content": text}]}}),
             )
             .await;
         assert_eq!(st, 202, "{v}");
@@ -167,13 +268,17 @@ impl Server {
                 let last = s["values"]["messages"]
                     .as_array()
                     .and_then(|m| m.last().cloned());
-                assert_eq!(last.expect("messages")["content"], "Started.", "{s}");
+                assert!(
+                    last.expect("messages")["content"]
+                        .as_str()
+                        .is_some_and(|t| t.starts_with("Started")),
+                    "{s}"
+                );
                 break;
             }
             assert!(Instant::now() < deadline, "the run never ended: {s}");
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        self.task_a(thread, "running").await;
     }
 }
 
@@ -203,4 +308,23 @@ async fn one_task_is_cancelled_by_its_route_and_all_by_the_threads_cancel() {
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["tasks_cancelled"], json!(["a"]), "{v}");
     server.task_a("two", "cancelled").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn with_run_leases_a_task_outlives_the_lease_of_the_run_that_started_it() {
+    let leases = Arc::new(Ending::default());
+    let server = start_with(Some(leases.clone())).await;
+    server.run("leased", "gate it").await;
+    // The run that started the task has ended: its lease no longer holds.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while leases.finished.lock().expect("lock").is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the run's end was never recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    GATE.store(true, Ordering::SeqCst);
+    let v = server.task_a("leased", "done").await;
+    assert_eq!(v["tasks"][0]["result"], "Through.", "{v}");
 }
