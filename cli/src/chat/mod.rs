@@ -255,7 +255,10 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         match s.graph.get_state(&s.thread, None).await {
             Ok(Some(state)) => {
                 s.adopt_id(&state.values);
-                if !state.next.is_empty() {
+                if s.is_instance() && !state.interrupts.is_empty() {
+                    // Instance AI waits for answers: asked at the prompt below.
+                    s.pending = state.interrupts.clone();
+                } else if !state.next.is_empty() {
                     s.say(json!({"event": "resuming"}), || {
                         "resuming the interrupted turn…".to_string()
                     });
@@ -271,6 +274,9 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         }
     }
     let mut input = Input::open(look.terminal, look.color);
+    if !s.pending.is_empty() {
+        s.answer_questions(&mut input).await;
+    }
     let mut interrupts = 0;
     loop {
         let prompt = ChatPrompt {

@@ -22,17 +22,19 @@ pub(crate) fn script() -> serde_json::Value {
     ]})
 }
 
-#[test]
-fn instance_ai_chat_shows_background_tasks_and_takes_answers_at_the_prompt() {
-    let place = Place::new();
+/// `agentgraph chat --graph instance-ai ARGS` in `place` on the script, `input` piped.
+fn chat(place: &Place, args: &[&str], input: &str) -> std::process::Output {
     let scripts = place.dir.path().join("scripts");
-    std::fs::create_dir(&scripts).expect("scripts");
-    std::fs::write(scripts.join("demo.json"), script().to_string()).expect("script");
+    if !scripts.exists() {
+        std::fs::create_dir(&scripts).expect("scripts");
+        std::fs::write(scripts.join("demo.json"), script().to_string()).expect("script");
+    }
     let mut c = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
     c.current_dir(place.cwd())
         .env_clear()
         .args(["--db", &place.db().display().to_string()])
-        .args(["chat", "--graph", "instance-ai"]);
+        .args(["chat", "--graph", "instance-ai"])
+        .args(args);
     for (k, v) in place.env() {
         c.env(k, v);
     }
@@ -47,9 +49,19 @@ fn instance_ai_chat_shows_background_tasks_and_takes_answers_at_the_prompt() {
         .stdin
         .take()
         .expect("stdin")
-        .write_all(b"zq-start a task\nzq-ask me\nblue\n/tasks\n/quit\n")
+        .write_all(input.as_bytes())
         .expect("input");
-    let o = child.wait_with_output().expect("output");
+    child.wait_with_output().expect("output")
+}
+
+#[test]
+fn instance_ai_chat_shows_background_tasks_and_takes_answers_at_the_prompt() {
+    let place = Place::new();
+    let o = chat(
+        &place,
+        &[],
+        "zq-start a task\nzq-ask me\nblue\n/tasks\n/quit\n",
+    );
     let stdout = String::from_utf8_lossy(&o.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(o.status.success(), "{stdout}\n{stderr}");
@@ -73,4 +85,23 @@ fn instance_ai_chat_shows_background_tasks_and_takes_answers_at_the_prompt() {
     assert!(asked < answered, "{stdout}");
     assert!(stdout.contains("background tasks:\n  notes ["), "{stdout}");
     assert!(!stderr.contains("error"), "{stderr}");
+}
+
+/// A question left unanswered when the input ended is asked again by the next chat on the
+/// thread, and the turn then finishes with the answer.
+#[test]
+fn an_unanswered_question_is_asked_again_by_the_next_chat_on_the_thread() {
+    let place = Place::new();
+    let first = chat(&place, &["--thread", "t-asked"], "zq-ask me\n");
+    let out = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(first.status.success(), "{out}");
+    assert!(out.contains("Which colour? (red / blue)"), "{out}");
+    assert!(!out.contains("You said blue."), "{out}");
+    let second = chat(&place, &["--thread", "t-asked"], "blue\n/quit\n");
+    let out = String::from_utf8_lossy(&second.stdout).into_owned();
+    let err = String::from_utf8_lossy(&second.stderr).into_owned();
+    assert!(second.status.success(), "{out}\n{err}");
+    let asked = out.find("Which colour? (red / blue)").expect("asked again");
+    let answered = out.find("You said blue.").expect("the answer");
+    assert!(asked < answered, "{out}");
 }
