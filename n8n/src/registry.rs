@@ -140,8 +140,8 @@ impl N8n {
 
     /// Instance AI's tools: the domain tools over a running n8n, `fetch_url`, the verify
     /// loop's `report_verdict`, and the orchestration tools (`delegate`, `plan`,
-    /// `search_tools`, `load_tool`, `ask_user`) whose sub-agents may use the domain tools
-    /// ([`INSTANCE_POOL`]).
+    /// `search_tools`, `load_tool`, `ask_user`, the background tasks' four) whose sub-agents
+    /// may use the domain tools ([`INSTANCE_POOL`]).
     fn add_instance_tools(self: &Arc<Self>, tools: &mut ToolMap) {
         let n8n = self.clone();
         for t in crate::instance::tools(Arc::new(move || n8n.catalogue())) {

@@ -140,6 +140,8 @@ pub(crate) trait TaskHost: Send + Sync {
     /// Runs `sub` as a child of the task `ctx`: in the task's namespace, with the run's store,
     /// thread and cancellation token.
     async fn run_subgraph(&self, sub: &Subgraph, ctx: TaskContext) -> Result<Update, NodeError>;
+    /// The run's checkpointer (`None`: the graph has none).
+    fn checkpointer(&self) -> Option<Arc<dyn crate::checkpoint::Checkpointer>>;
 }
 
 /// Everything a task can see and do.
@@ -233,6 +235,12 @@ impl TaskContext {
     /// ([`crate::CompiledGraph::with_store`]); `None` when the graph has none.
     pub fn store(&self) -> Option<&Arc<dyn Store>> {
         self.store.as_ref()
+    }
+
+    /// The run's checkpointer (`None` outside a run or when the graph has none): where work
+    /// that outlives the task (a detached run on another thread) keeps its checkpoints.
+    pub fn checkpointer(&self) -> Option<Arc<dyn crate::checkpoint::Checkpointer>> {
+        self.host.as_ref().and_then(|h| h.checkpointer())
     }
 
     /// The context with a store (a detached call, a tool called outside a run).

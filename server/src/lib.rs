@@ -87,6 +87,7 @@ mod run_lease;
 mod run_pickup;
 mod runs;
 pub mod studio;
+mod tasks;
 pub mod telemetry;
 mod thread_run;
 mod versions;

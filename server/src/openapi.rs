@@ -86,6 +86,8 @@ pub(crate) fn api() -> OpenApiRouter<ServerState> {
         .routes(routes!(r::resume))
         .routes(routes!(r::cancel))
         .routes(routes!(fork::fork))
+        .routes(routes!(crate::tasks::list))
+        .routes(routes!(crate::tasks::cancel))
         .routes(routes!(r::events))
         .routes(routes!(r::list_threads))
         .routes(routes!(r::thread_state))

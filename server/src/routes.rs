@@ -377,7 +377,9 @@ pub(crate) async fn cancel(
     Path(thread): Path<String>,
 ) -> ApiResult<Json<Value>> {
     check_thread(&thread)?;
-    let body = match runs::cancel(&state, &thread).await? {
+    // The whole thread: its run and its background tasks.
+    let tasks = crate::tasks::cancel_thread(&thread);
+    let mut body = match runs::cancel(&state, &thread).await? {
         Cancelled::Here { run_id } => {
             json!({ "thread_id": thread, "cancelled": true, "run_id": run_id })
         }
@@ -386,6 +388,7 @@ pub(crate) async fn cancel(
         }
         Cancelled::Nothing => json!({ "thread_id": thread, "cancelled": false, "run_id": null }),
     };
+    body["tasks_cancelled"] = json!(tasks);
     Ok(Json(body))
 }
 

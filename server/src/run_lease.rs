@@ -233,10 +233,14 @@ impl Fence {
     }
 }
 
-/// The server's checkpointer as one run sees it: every write first checks the run's lease.
+/// The server's checkpointer as one run sees it: every write to the run's thread first checks
+/// the run's lease. Writes to other threads — runs a task started detached from this one (a
+/// background task on its own thread), which outlive it — are not the run's to fence.
 pub(crate) struct FencedCheckpointer {
     pub(crate) inner: Arc<dyn Checkpointer>,
     pub(crate) fence: Arc<Fence>,
+    /// The run's thread.
+    pub(crate) thread: String,
 }
 
 #[async_trait]
@@ -248,7 +252,9 @@ impl Checkpointer for FencedCheckpointer {
         checkpoint: &Checkpoint,
         blobs: &[(String, ChannelEntry)],
     ) -> Result<(), CheckpointError> {
-        self.fence.check().await?;
+        if thread == self.thread {
+            self.fence.check().await?;
+        }
         self.inner.put(thread, ns, checkpoint, blobs).await
     }
 
@@ -260,7 +266,9 @@ impl Checkpointer for FencedCheckpointer {
         task_id: &str,
         writes: &[(String, Value)],
     ) -> Result<(), CheckpointError> {
-        self.fence.check().await?;
+        if thread == self.thread {
+            self.fence.check().await?;
+        }
         self.inner.put_writes(thread, ns, id, task_id, writes).await
     }
 

@@ -313,6 +313,7 @@ async fn drive(state: ServerState, run: Launch, graph_version: Option<String>) {
             let fenced = FencedCheckpointer {
                 inner: cp.clone(),
                 fence: f.clone(),
+                thread: thread.to_string(),
             };
             graph.clone().with_checkpointer(Arc::new(fenced))
         }

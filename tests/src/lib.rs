@@ -18,6 +18,8 @@
 //! changes the final state. Message ids are deterministic (`m-{k}-{node}`), so states compare
 //! exactly.
 
+pub mod background;
+
 use agentgraph_runtime::checkpoint::ChannelEntry;
 use agentgraph_runtime::{
     node_fn, AddMessages, Append, ChannelSpec, Checkpoint, CheckpointError, CheckpointId,

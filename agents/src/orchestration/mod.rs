@@ -2,12 +2,14 @@
 //! ([`subagent`], the [`DelegateTool`]), planned tasks ([`PlanTool`]), deferred tools
 //! ([`SearchToolsTool`], [`LoadToolTool`], and [`crate::nodes::LlmNode::deferred`]), and human
 //! confirmation ([`confirm`], [`AskUserTool`]), and per-host approval of web access
-//! ([`gate_url`]), and the verify loop's state machine ([`ReportVerdictTool`]).
+//! ([`gate_url`]), and the verify loop's state machine ([`ReportVerdictTool`]), and
+//! background tasks ([`background`]: detached sub-agent runs the orchestrator steers).
 //!
 //! Nothing here knows a product: the tools a sub-agent may use come from a pool the
 //! application registers ([`ToolPool`]).
 
 mod ask_user;
+pub mod background;
 mod confirm;
 mod deferred;
 mod delegate;
@@ -17,6 +19,7 @@ pub mod subagent;
 mod verify;
 
 pub use ask_user::{AskUserTool, ASK_USER};
+pub use background::{Background, CANCEL_TASK, SEND_TO_TASK, START_BACKGROUND_TASK, TASK_STATUS};
 pub use confirm::{approved, confirm, Confirmation};
 pub use deferred::{
     DeferredTools, LoadToolTool, SearchToolsTool, LOADED_TOOLS, LOAD_TOOL, SEARCH_TOOLS,
@@ -35,13 +38,23 @@ use std::sync::Arc;
 /// orchestration tools themselves).
 pub type ToolPool = Arc<BTreeMap<String, Arc<dyn Tool>>>;
 
-/// Tools a sub-agent is never given: with them it could delegate, plan or change what its
-/// orchestrator is offered.
-pub const ORCHESTRATION_TOOLS: [&str; 4] = [DELEGATE, PLAN, SEARCH_TOOLS, LOAD_TOOL];
+/// Tools a sub-agent is never given: with them it could delegate, plan, start or steer
+/// background tasks, or change what its orchestrator is offered.
+pub const ORCHESTRATION_TOOLS: [&str; 8] = [
+    DELEGATE,
+    PLAN,
+    SEARCH_TOOLS,
+    LOAD_TOOL,
+    START_BACKGROUND_TASK,
+    TASK_STATUS,
+    SEND_TO_TASK,
+    CANCEL_TASK,
+];
 
 /// The orchestration tools over `pool`: `delegate`, `plan` (its `research` tasks get
-/// `research_tools`; the kinds of `runners` run through them), `search_tools`, `load_tool` and
-/// `ask_user`. ([`ReportVerdictTool`] is a pool tool: sub-agents may be given it.)
+/// `research_tools`; the kinds of `runners` run through them), `search_tools`, `load_tool`,
+/// `ask_user`, and the background tools over the same pool ([`Background`]).
+/// ([`ReportVerdictTool`] is a pool tool: sub-agents may be given it.)
 pub fn orchestration_tools(
     pool: ToolPool,
     research_tools: Vec<String>,
@@ -51,11 +64,13 @@ pub fn orchestration_tools(
     for (kind, runner) in runners {
         plan = plan.with_runner(kind, runner);
     }
-    vec![
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(DelegateTool::new(pool.clone())),
         Arc::new(plan),
         Arc::new(SearchToolsTool::new(pool.clone())),
-        Arc::new(LoadToolTool::new(pool)),
+        Arc::new(LoadToolTool::new(pool.clone())),
         Arc::new(AskUserTool),
-    ]
+    ];
+    tools.extend(Background::new(pool).tools());
+    tools
 }

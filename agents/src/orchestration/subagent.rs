@@ -21,7 +21,8 @@ pub const AGENT_NODE: &str = "subagent";
 pub const TOOLS_NODE: &str = "subagent_tools";
 
 /// The protocol every sub-agent's system prompt ends with.
-const PROTOCOL: &str = "Protocol: you are a sub-agent working for an orchestrator. Do the \
+pub(super) const PROTOCOL: &str =
+    "Protocol: you are a sub-agent working for an orchestrator. Do the \
 task with the tools you were given; you cannot delegate, plan or load other tools. Do not ask \
 the orchestrator questions: when something is missing, say what in your final answer. Finish \
 with a final answer (no tool call) that states the result and the facts the orchestrator needs.";
@@ -41,7 +42,7 @@ pub struct SubAgent {
 
 /// A tool a sub-agent is not given, answering with a refusal the model can act on (so a
 /// sub-agent that calls `delegate` learns why it cannot).
-struct Refused(&'static str);
+pub(super) struct Refused(pub(super) &'static str);
 
 #[async_trait::async_trait]
 impl Tool for Refused {
@@ -66,7 +67,7 @@ impl Tool for Refused {
     }
 }
 
-fn final_answer(state: &Value) -> String {
+pub(super) fn final_answer(state: &Value) -> String {
     state["messages"]
         .as_array()
         .into_iter()

@@ -15,11 +15,14 @@
 //! crash), the turn is finished first. With `--n8n` the workflow is deployed to n8n after each
 //! turn that changes it ([`deploy`]). The shipped graphs are found in `./graphs`, the
 //! configured graphs folder, else the copy built into the binary ([`crate::graph::shipped`]).
+//! `--graph instance-ai` runs Instance AI instead: its questions are answered at the prompt,
+//! its plan and background tasks shown after each turn ([`instance`]).
 
 mod banner;
 mod deploy;
 mod diff;
 mod input;
+mod instance;
 mod markdown;
 mod progress;
 mod session;
@@ -44,8 +47,9 @@ pub const DEFAULT_DB: &str = "./.agentgraph";
 #[derive(clap::Args)]
 pub struct ChatOpts {
     /// `single` (the default), `multi` (graphs/workflow-builder/{single,multi}-agent.ag: in
-    /// ./graphs, else the configured graphs folder, else the copy built into agentgraph) or a
-    /// graph file. With --thread, the default is the graph the thread last used.
+    /// ./graphs, else the configured graphs folder, else the copy built into agentgraph),
+    /// `instance-ai` (graphs/instance-ai/orchestrator.ag, found the same way) or a graph file.
+    /// With --thread, the default is the graph the thread last used.
     #[arg(long)]
     graph: Option<String>,
     /// The thread (default: a new one); an existing thread continues where it stopped.
@@ -55,7 +59,8 @@ pub struct ChatOpts {
     #[arg(long)]
     out: Option<PathBuf>,
     /// Deploy the workflow to n8n after each turn that changes it: the n8n instance at
-    /// $N8N_API_URL with the API key $N8N_API_KEY.
+    /// $N8N_API_URL with the API key $N8N_API_KEY. With `--graph instance-ai`: the instance
+    /// its tools work on (checked at the start; nothing is deployed).
     #[arg(long)]
     n8n: bool,
     /// The n8n instance's address (instead of $N8N_API_URL); implies --n8n.
@@ -102,6 +107,8 @@ pub(crate) fn find_graph(arg: &str) -> Result<Found, String> {
     let folder = crate::settings::graphs_folder();
     let shipped_rel = if BUILDER_GRAPHS.contains(&arg) {
         Some(PathBuf::from(format!("workflow-builder/{arg}-agent.ag")))
+    } else if arg == instance::NAME {
+        Some(PathBuf::from(instance::FILE))
     } else {
         let p = Path::new(arg);
         if p.is_file() {
@@ -163,6 +170,8 @@ pub(crate) struct Session<'a> {
     n8n: Option<Link>,
     /// Flags the resume command repeats (`--out`, `--n8n-url`).
     resume_flags: Vec<String>,
+    /// Questions the thread waits for (Instance AI's confirmations, plan reviews, …).
+    pending: Vec<agentgraph_runtime::Interrupt>,
 }
 
 /// Completes on Ctrl-C (SIGINT); never if its handler cannot be installed.
@@ -183,8 +192,17 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         Ok(f) => f,
         Err(e) => return crate::graph::fail(e, exit::USAGE),
     };
+    let instance = instance::is_instance(&found.record);
     let n8n = if opts.n8n || opts.n8n_url.is_some() {
         match Link::from_env(opts.n8n_url.as_deref()) {
+            // Instance AI's tools read the instance from the environment at each call; it
+            // has no workflow to deploy.
+            Ok(_) if instance => {
+                if let Some(url) = &opts.n8n_url {
+                    std::env::set_var("N8N_API_URL", url);
+                }
+                None
+            }
             Ok(link) => {
                 if let Some(hint) = link.catalogue_hint(&opts.catalogue.source().resolve().origin) {
                     eprintln!("{hint}");
@@ -230,13 +248,17 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         fork_at: None,
         n8n,
         resume_flags,
+        pending: Vec::new(),
     };
     s.banner(&found.path, &catalogue);
     if opts.thread.is_some() {
         match s.graph.get_state(&s.thread, None).await {
             Ok(Some(state)) => {
                 s.adopt_id(&state.values);
-                if !state.next.is_empty() {
+                if s.is_instance() && !state.interrupts.is_empty() {
+                    // Instance AI waits for answers: asked at the prompt below.
+                    s.pending = state.interrupts.clone();
+                } else if !state.next.is_empty() {
                     s.say(json!({"event": "resuming"}), || {
                         "resuming the interrupted turn…".to_string()
                     });
@@ -252,6 +274,9 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
         }
     }
     let mut input = Input::open(look.terminal, look.color);
+    if !s.pending.is_empty() {
+        s.answer_questions(&mut input).await;
+    }
     let mut interrupts = 0;
     loop {
         let prompt = ChatPrompt {
@@ -281,6 +306,7 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
             "/quit" | "/exit" => break,
             "/undo" => s.undo().await,
             "/show" => s.show_all().await,
+            "/tasks" => println!("{}", instance::live_tasks(&s.thread)),
             "/deploy" => {
                 s.deploy(When::Now).await;
             }
@@ -311,8 +337,8 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
                 if s.demo_refuses(line).await {
                     continue;
                 }
-                let input = json!({"messages": [{"type": "human", "content": content}]});
-                if s.turn(Opening::Input(input)).await {
+                let message = json!({"messages": [{"type": "human", "content": content}]});
+                if s.turn(Opening::Input(message)).await && s.answer_questions(&mut input).await {
                     s.deploy(When::Changed).await;
                 }
             }
@@ -328,4 +354,5 @@ pub async fn chat(ctx: &Ctx, opts: ChatOpts) -> u8 {
 const COMMANDS: &str = "commands: /compact (summarize the conversation), /clear (forget it), \
 /graph single|multi|FILE (switch architecture), /undo (back to before the last turn), \
 /show (the whole workflow), /deploy (send the workflow to n8n now), /activate (deploy and activate it in n8n), \
-/open (the n8n editor URL), /help, /quit; /deploy, /activate and /open need --n8n";
+/open (the n8n editor URL), /tasks (Instance AI's background tasks now), /help, /quit; \
+/deploy, /activate and /open need --n8n";

@@ -10,7 +10,8 @@ use super::{interrupted, Session};
 use agentgraph_n8n::deploy::{deployed_id, ID_CHANNEL};
 use agentgraph_n8n::{workflow_of, workflow_summary};
 use agentgraph_runtime::{
-    CancellationToken, CheckpointId, Event, EventKind, ListQuery, Mode, Modes, RunConfig, Source,
+    CancellationToken, CheckpointId, Event, EventKind, ListQuery, Mode, Modes, RunConfig,
+    RunStatus, Source,
 };
 use agentgraph_server::{open_run, Opening};
 use serde_json::{json, Value};
@@ -237,6 +238,15 @@ impl Session<'_> {
                 }
                 if self.ctx.json {
                     println!("{}", json!({"event": "turn_end", "status": out.status}));
+                }
+                if self.is_instance() {
+                    // Instance AI: its questions are answered next; its plan and background
+                    // tasks are what it has instead of a workflow.
+                    if let RunStatus::Interrupted { interrupts, .. } = &out.status {
+                        self.pending = interrupts.clone();
+                    }
+                    self.show_instance(&out.values);
+                    return true;
                 }
                 let old = before.as_ref().map(|(_, v)| workflow_of(v).clone());
                 self.show_workflow(workflow_of(&out.values), Some(old.as_ref()));

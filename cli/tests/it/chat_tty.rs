@@ -474,3 +474,65 @@ fn a_pasted_block_of_lines_is_one_message() {
         .collect();
     assert_eq!(said, [block]);
 }
+
+/// Instance AI in a terminal: a background task's status after the turn, a question asked at
+/// the prompt and answered there, `/tasks` until the task is done.
+#[test]
+fn instance_ai_in_a_terminal_shows_its_tasks_and_asks_at_the_prompt() {
+    let Some(tmux) = tmux() else { return };
+    let place = Place::new();
+    let scripts = place.dir.path().join("scripts");
+    std::fs::create_dir(&scripts).unwrap();
+    std::fs::write(
+        scripts.join("demo.json"),
+        crate::chat_instance::script().to_string(),
+    )
+    .unwrap();
+    let args: Vec<String> = [
+        "--db",
+        &place.db().display().to_string(),
+        "chat",
+        "--graph",
+        "instance-ai",
+    ]
+    .map(String::from)
+    .to_vec();
+    let dir = scripts.display().to_string();
+    let pane = Pane::start(tmux, &place, &args, &[("AGENTGRAPH_SCRIPT_DIR", &dir)]);
+    let prompt = |s: &str| last_line(s).starts_with("orchestrator ›");
+    pane.wait("the prompt", prompt);
+
+    pane.text("zq-start a task");
+    pane.keys(&["Enter"]);
+    let screen = pane.wait("the task's status", |s| {
+        s.contains("Started it.") && s.contains("- notes [") && prompt(s)
+    });
+    assert!(
+        screen.contains("Background tasks of this thread (by id):"),
+        "{screen}"
+    );
+
+    pane.text("zq-ask me");
+    pane.keys(&["Enter"]);
+    pane.wait("the question", |s| {
+        s.contains("Which colour? (red / blue)") && prompt(s)
+    });
+    pane.text("blue");
+    pane.keys(&["Enter"]);
+    pane.wait("the answer", |s| s.contains("You said blue.") && prompt(s));
+
+    // The task ends on its own: /tasks shows it as it is now.
+    let start = Instant::now();
+    loop {
+        pane.text("/tasks");
+        pane.keys(&["Enter"]);
+        std::thread::sleep(Duration::from_millis(200));
+        if pane.screen(false).contains("notes [done] Summary ready.") {
+            break;
+        }
+        assert!(start.elapsed() < PATIENCE, "{}", pane.screen(false));
+    }
+    pane.text("/quit");
+    pane.keys(&["Enter"]);
+    pane.wait("the end", |s| s.contains("CHAT-EXITED 0"));
+}

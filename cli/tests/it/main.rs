@@ -15,6 +15,7 @@ mod builder;
 mod builder_wire;
 mod catalogue;
 mod chat;
+mod chat_instance;
 mod chat_piped;
 mod chat_tty;
 mod cli;

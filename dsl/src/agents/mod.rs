@@ -411,7 +411,7 @@ impl NodeFactory for ToolExecutorFactory {
 }
 
 /// The model a node's `model` entry names, built, with its declaration.
-fn model_of<'a>(
+pub(crate) fn model_of<'a>(
     b: &NodeBuild<'a>,
 ) -> Result<(Arc<dyn agentgraph_agents::models::ChatModel>, &'a ModelDecl), String> {
     let model_name = b.channel("model").ok_or("`model` names a model block")?;

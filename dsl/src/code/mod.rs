@@ -46,8 +46,10 @@ pub fn register_tool_kind(reg: &mut Registry, resolver: Arc<dyn ToolResolver>) {
             EntrySpec::value("args"),
             EntrySpec::value("output"),
             EntrySpec::value("settings"),
+            EntrySpec::value("model"),
         ],
-        "calls a tool with arguments from the state and writes its result to `output`",
+        "calls a tool with arguments from the state and writes its result to `output`; \
+         `model` hands the tool a model (tools that run sub-agents)",
         Arc::new(tool_node::ToolNodeFactory { resolver }),
     );
 }

@@ -1,5 +1,6 @@
 //! The `tool` node kind: one call of a tool, with arguments evaluated on the state (and the
-//! task's payload), its content written to `output` and its own writes applied.
+//! task's payload), its content written to `output` and its own writes applied. `model:`
+//! hands the tool a model (as a `tool_executor`'s does), for tools that run sub-agents.
 //!
 //! The tool is found once, at the node's first run, through a [`ToolResolver`]: tools known
 //! only at run time (an MCP server's, listed when first used) resolve the same way as the
@@ -115,8 +116,13 @@ impl NodeFactory for ToolNodeFactory {
         if b.has("output") && b.channel("output").is_none() {
             return Err("`output` names a channel".into());
         }
+        let model = match b.has("model") {
+            true => Some(crate::agents::model_of(b)?.0),
+            false => None,
+        };
         Ok(Arc::new(ToolNode {
             name: b.name().to_string(),
+            model,
             resolve: self.resolver.resolver(&tool, b)?,
             tool,
             args: b.expr("args").cloned(),
@@ -130,6 +136,8 @@ impl NodeFactory for ToolNodeFactory {
 
 struct ToolNode {
     name: String,
+    /// Handed to the tool (`model:`), for tools that call a model.
+    model: Option<Arc<dyn agentgraph_agents::models::ChatModel>>,
     tool: String,
     resolve: ResolveTool,
     args: Option<Expr>,
@@ -188,8 +196,9 @@ impl Node for ToolNode {
                 ),
             ));
         }
-        let tool_ctx =
-            ToolContext::new(ctx.scoped(&self.tool)).with_settings(self.settings.clone());
+        let tool_ctx = ToolContext::new(ctx.scoped(&self.tool))
+            .with_settings(self.settings.clone())
+            .with_model(self.model.clone());
         let out = match tool.call(args, &tool_ctx).await {
             Ok(out) => out,
             Err(e) if !e.interrupts.is_empty() => return Err(NodeError::Interrupted(e.interrupts)),

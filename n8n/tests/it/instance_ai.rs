@@ -589,13 +589,16 @@ async fn a_build_workflow_task_runs_the_builder_and_creates_the_workflow_in_n8n(
 }
 
 /// The tools of the orchestrator's `all` set, as the shipped graph lists them.
-const ORCHESTRATOR_TOOLS: [&str; 18] = [
+const ORCHESTRATOR_TOOLS: [&str; 21] = [
     "plan",
     "delegate",
     "ask_user",
     "fetch_url",
     "search_tools",
     "load_tool",
+    "start_background_task",
+    "send_to_task",
+    "cancel_task",
     "list_workflows",
     "get_workflow",
     "run_workflow",
@@ -629,7 +632,7 @@ fn deferred_tools_keep_most_tool_tokens_out_of_the_orchestrators_requests() {
     let model = Arc::new(ScriptedModel::from_json(json!({"responses": []})).expect("model"));
     let all = LlmNode::new(model.clone()).tools(specs.clone());
     let deferred = all.clone().deferred(DeferredTools {
-        core: ORCHESTRATOR_TOOLS[..6]
+        core: ORCHESTRATOR_TOOLS[..9]
             .iter()
             .map(|s| s.to_string())
             .collect(),
@@ -642,11 +645,13 @@ fn deferred_tools_keep_most_tool_tokens_out_of_the_orchestrators_requests() {
         json!({"messages": [], LOADED_TOOLS: ["list_workflows", "run_workflow"]}),
     );
     let two = deferred.request(&loaded, None).expect("request").tools;
-    assert_eq!(two.len(), 8);
-    // Measured with these tools: 3,215 estimated tokens offered in full, 1,170 with only the
-    // core six (36 %); the bounds leave room for small wording changes.
+    assert_eq!(two.len(), 11);
+    // Measured with these tools: 3,625 estimated tokens offered in full, 1,580 with only the
+    // core nine (43 %; 36 % before the three background tools joined the core: they must be
+    // at hand when the user says "stop that", and load_tool only loads pool tools); the
+    // bounds leave room for small wording changes.
     println!("tool tokens: full {full}, deferred {lean}");
-    assert!((2_950..3_450).contains(&full), "full: {full}");
-    assert!((1_000..1_300).contains(&lean), "deferred: {lean}");
-    assert!(lean * 100 / full <= 40, "{lean} of {full}");
+    assert!((3_350..3_900).contains(&full), "full: {full}");
+    assert!((1_350..1_800).contains(&lean), "deferred: {lean}");
+    assert!(lean * 100 / full <= 45, "{lean} of {full}");
 }

@@ -15,6 +15,39 @@ use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
 
+/// A graph that starts a background task (the orchestrator's shape, on a scripted model).
+const TASKS_AG: &str = r#"graph tasks {
+  state {
+    messages: messages
+    background_tasks: json = {} reduce merge
+    background_status: string = ""
+  }
+  model main = scripted { script: "tasks.json" }
+  prompt status = "{{ background_status }}"
+  tools t = [start_background_task]
+  node tasks: tool { tool: task_status, model: main, output: background_status }
+  node agent: llm { model: main, system: [status], messages: messages, tools: t }
+  node tools: tool_executor { tools: t, model: main }
+  START -> tasks -> agent
+  agent -> route {
+    has_tool_calls(last(messages)) => tools
+    else                           => END
+  }
+  tools -> tasks
+}
+"#;
+
+/// Its script: one `match` group (the task's own thread starts the script at its start too).
+fn tasks_script() -> Value {
+    json!({"responses": [
+        {"node": "task", "match": "summarise notes", "text": "Summary ready."},
+        {"node": "agent", "match": "runs in the background; its status", "text": "Started it."},
+        {"node": "agent", "match": "start it", "tool_calls": [{"name": "start_background_task",
+            "args": {"id": "notes", "role": "summariser", "instructions": "Summarise.",
+                     "task": "summarise notes", "tools": ["search_nodes"]}}]}
+    ]})
+}
+
 /// A graph whose answer and question carry markdown with script and handler payloads.
 const MARKDOWN_AG: &str = r##"
 graph markdown {
@@ -49,6 +82,8 @@ async fn start_server(
     std::fs::copy(shipped, examples.join("approval.ag")).expect("copy approval.ag");
     std::fs::write(graphs.join("confirm.ag"), CONFIRM_AG).expect("write");
     std::fs::write(graphs.join("markdown.ag"), MARKDOWN_AG).expect("write");
+    std::fs::write(graphs.join("tasks.ag"), TASKS_AG).expect("write");
+    std::fs::write(graphs.join("tasks.json"), tasks_script().to_string()).expect("write");
     let mut config = ServerConfig::new(graphs, root.join("db"))
         .registry(registry)
         .studio()
@@ -618,6 +653,61 @@ async fn studio_sends_its_api_key_when_the_server_needs_one() {
         200,
         "the run belongs to the key's principal"
     );
+    b.quit().await;
+    let _ = stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn studio_shows_a_threads_background_tasks() {
+    let Some((_root, base, stop, b)) = setup(builder_registry()).await else {
+        return;
+    };
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{base}/threads/tasks-1/runs"))
+        .json(&json!({"graph": "tasks", "input": {"messages": [
+            {"type": "human", "id": "h1", "content": "start it"}]}}))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status().as_u16(), 202);
+    // The run ends at once; the task ends on its own.
+    let start = std::time::Instant::now();
+    loop {
+        let v: Value = reqwest::get(format!("{base}/threads/tasks-1/tasks"))
+            .await
+            .expect("tasks")
+            .json()
+            .await
+            .expect("json");
+        let s = state(&base, "tasks-1").await;
+        if v["tasks"][0]["state"] == "done" && s["active"] == false {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{v}\n{s}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    b.goto(&format!("{base}/#/thread/tasks-1")).await;
+    b.wait_for(
+        "the task list",
+        "document.querySelector('#background-tasks li[data-state=done]')",
+    )
+    .await;
+    let v = b
+        .js("const li = document.querySelector('#background-tasks li');
+            return { id: li.dataset.id, text: li.textContent,
+                     cancel: li.querySelectorAll('button.cancel-task').length,
+                     title: document.querySelector('#background-tasks h2').textContent };")
+        .await;
+    assert_eq!(v["id"], "notes", "{v}");
+    assert_eq!(v["title"], "Background tasks", "{v}");
+    let text = v["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("summariser: summarise notes") && text.contains("Summary ready."),
+        "{v}"
+    );
+    assert_eq!(v["cancel"], 0, "a finished task has no cancel button: {v}");
+    screenshot(&b, "background-tasks").await;
     b.quit().await;
     let _ = stop.send(());
 }

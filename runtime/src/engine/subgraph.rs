@@ -30,6 +30,10 @@ impl TaskHost for RunScope {
         &self.configurable
     }
 
+    fn checkpointer(&self) -> Option<Arc<dyn crate::checkpoint::Checkpointer>> {
+        self.checkpointer.clone()
+    }
+
     async fn run_subgraph(&self, sub: &Subgraph, ctx: TaskContext) -> Result<Update, NodeError> {
         // The child shares the run's checkpointer, store, cache, thread and token; the resume answers are the ones
         // its parent task received (the root's whole map: ids are unique across namespaces).

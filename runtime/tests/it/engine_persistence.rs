@@ -411,3 +411,47 @@ async fn a_run_keeping_few_checkpoints_prunes_as_it_goes_and_keeps_its_state() {
         32
     );
 }
+
+/// A task reaches its run's checkpointer (to keep a detached run's checkpoints beside the
+/// thread's): the same store the graph writes to, none without one.
+#[tokio::test]
+async fn a_task_sees_its_runs_checkpointer() {
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let graph = |seen: Arc<std::sync::Mutex<Vec<bool>>>| {
+        GraphBuilder::new("probe")
+            .channel(list("log"))
+            .node(
+                "probe",
+                node_fn(move |ctx| {
+                    let seen = seen.clone();
+                    async move {
+                        let cp = ctx.checkpointer();
+                        if let Some(cp) = &cp {
+                            // The thread's first checkpoint, written before this step, is there.
+                            let listed = cp
+                                .list(ctx.thread_id(), &ListQuery::default())
+                                .await
+                                .map_err(|e| NodeError::fatal(e.to_string()))?;
+                            assert!(!listed.is_empty());
+                        }
+                        seen.lock().unwrap().push(cp.is_some());
+                        Ok(Update::new())
+                    }
+                }),
+            )
+            .edge(START, "probe")
+            .edge("probe", END)
+            .compile()
+            .unwrap()
+    };
+    graph(seen.clone())
+        .with_checkpointer(memory())
+        .invoke(values(json!({})), RunConfig::thread("t"))
+        .await
+        .unwrap();
+    graph(seen.clone())
+        .invoke(values(json!({})), RunConfig::thread("t"))
+        .await
+        .unwrap();
+    assert_eq!(*seen.lock().unwrap(), vec![true, false]);
+}

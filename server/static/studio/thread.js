@@ -1,7 +1,8 @@
 // The thread view: the graph drawn with the running node highlighted from the thread's event
 // stream (subgraph nodes inside their parent's box), the conversation (markdown) and tool
-// progress, the interrupt form typed from the written channel, the n8n workflow canvas when the
-// state holds one, and the event stream, the history as a tree (forks as branches), the state
+// progress, the interrupt form typed from the written channel, the thread's background tasks
+// (state, result, a cancel button while one runs) when it has some, the n8n workflow canvas
+// when the state holds one, and the event stream, the history as a tree (forks as branches), the state
 // at a checkpoint with its diff from the previous one, "fork from here" and re-run.
 "use strict";
 (function () {
@@ -31,6 +32,7 @@
     const composer = h("div", { id: "composer", hidden: true }, msg, h("button", { id: "send", onclick: () => send() }, "Send"));
     const convo = h("div", { id: "conversation", class: "panel", hidden: true }, h("h2", {}, "Conversation"), messages, progressList, composer);
     const canvas = h("div", { id: "workflow-canvas", class: "panel", hidden: true });
+    const tasksBox = h("div", { id: "background-tasks", class: "panel", hidden: true });
     const events = h("ol", { id: "events", class: "events" });
     const historyBox = h("div", { id: "history" });
     const stateBox = h("div", { id: "state" }, h("p", { class: "hint" }, "Select a checkpoint in History."));
@@ -53,7 +55,7 @@
         h("button", { id: "rerun", onclick: () => rerun() }, "Re-run last turn"),
         h("button", { id: "cancel", onclick: () => api("POST", base + "/cancel", {}).catch((e) => S.showError(e.message)) }, "Cancel")),
       h("div", { class: "thread" },
-        h("div", { class: "left" }, pic, interrupt, convo, canvas),
+        h("div", { class: "left" }, pic, interrupt, convo, tasksBox, canvas),
         h("div", { class: "right panel" }, tabBar, tabBody)));
 
     function setStatus(s) { status.textContent = s; status.className = "badge " + s; document.body.dataset.status = s; }
@@ -203,6 +205,32 @@
         }
       }
       showCanvas(values);
+      showTasks(values);
+    }
+    // The task list of the state (`background_tasks`), with what the server knows of each now.
+    async function showTasks(values) {
+      const list = values.background_tasks;
+      if (!list || typeof list !== "object" || Array.isArray(list) || !Object.keys(list).length) return;
+      const now = await api("GET", base + "/tasks").then((r) => r.tasks || [], () => []);
+      const byId = new Map(now.map((t) => [t.id, t]));
+      const rows = Object.values(list)
+        .sort((a, b) => (a.step - b.step) || String(a.id).localeCompare(String(b.id)))
+        .map((t) => {
+          const l = byId.get(t.id);
+          const state = (l && l.state) || t.state || "running";
+          const result = (l && l.result) || t.result || "";
+          const row = h("li", { class: "task", dataset: { id: t.id, state } },
+            h("code", {}, t.id), " ", h("span", { class: "badge " + state }, state), " ",
+            t.role ? t.role + ": " : "", t.task || "",
+            result ? h("div", { class: "muted result" }, result) : null);
+          if (state === "running") {
+            row.append(" ", h("button", { class: "cancel-task", onclick: () =>
+              api("POST", base + "/tasks/" + enc(t.id) + "/cancel", {}).then(refresh, (e) => S.showError(e.message)) }, "Cancel"));
+          }
+          return row;
+        });
+      tasksBox.hidden = false;
+      tasksBox.replaceChildren(h("h2", {}, "Background tasks"), h("ul", { class: "plain" }, rows));
     }
     function showCanvas(values) {
       const key = Object.keys(values).find((k) => Canvas.isWorkflow(values[k]));

@@ -4,6 +4,7 @@
 mod agent;
 mod api;
 mod auth;
+mod background_tasks;
 mod reload;
 mod snapshots;
 mod store;

@@ -31,13 +31,15 @@ fn expected(role: Role, endpoint: &str) -> u16 {
         (_, "resume") => 400,
         // The fork route is reached: the checkpoint id is refused.
         (_, "fork") => 400,
+        // The task route is reached: the thread has no such task.
+        (_, "task-cancel") => 404,
         (_, "runs") => 202,
         (_, _) => 200,
     }
 }
 
 /// Every route of the server (the OpenAPI test checks this list against `/openapi.json`).
-pub(super) const ENDPOINTS: [(&str, &str, &str); 16] = [
+pub(super) const ENDPOINTS: [(&str, &str, &str); 18] = [
     ("list", "GET", "/threads"),
     ("state", "GET", "/threads/ta/state"),
     ("history", "GET", "/threads/ta/history"),
@@ -54,11 +56,13 @@ pub(super) const ENDPOINTS: [(&str, &str, &str); 16] = [
     ("health", "GET", "/health"),
     ("metrics", "GET", "/metrics"),
     ("openapi", "GET", "/openapi.json"),
+    ("tasks", "GET", "/threads/ta/tasks"),
+    ("task-cancel", "POST", "/threads/ta/tasks/none/cancel"),
 ];
 
 fn body(endpoint: &str) -> Option<Value> {
     match endpoint {
-        "resume" | "cancel" => Some(json!({})),
+        "resume" | "cancel" | "task-cancel" => Some(json!({})),
         "fork" => Some(json!({"checkpoint_id": "not-a-checkpoint"})),
         "runs" => Some(json!({"graph": "counter"})),
         _ => None,

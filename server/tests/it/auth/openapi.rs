@@ -19,9 +19,11 @@ fn fits(tpl: &str, path: &str) -> bool {
             .all(|(a, b)| (a.starts_with('{') && a.ends_with('}') && !b.is_empty()) || a == b)
 }
 
-/// A concrete path for a template: thread `ta`, graph `counter`.
+/// A concrete path for a template: thread `ta`, graph `counter`, task `none`.
 fn concrete(tpl: &str) -> String {
-    tpl.replace("{id}", "ta").replace("{name}", "counter")
+    tpl.replace("{id}", "ta")
+        .replace("{name}", "counter")
+        .replace("{task}", "none")
 }
 
 fn operations(doc: &Value) -> BTreeSet<(String, String)> {
