@@ -16,6 +16,43 @@ use std::path::Path;
 use std::time::Duration;
 
 /// A graph that starts a background task (the orchestrator's shape, on a scripted model).
+/// A thread whose state holds a plan as the `plan` tool writes it: one task done, one waiting
+/// on it, not approved yet.
+const PLANNED_AG: &str = r#"graph planned {
+  state {
+    plan: json?
+  }
+
+  node write {
+    set {
+      plan: {
+        tasks: [
+          {
+            id: "look",
+            kind: "research",
+            title: "Find the API",
+            deps: [],
+            status: "succeeded",
+            result: "It has a REST API.",
+          },
+          {
+            id: "build",
+            kind: "build-workflow",
+            title: "Build the sync",
+            deps: ["look"],
+            status: "pending",
+          },
+        ],
+        approved: false,
+      }
+    }
+  }
+
+  START -> write
+  write -> END
+}
+"#;
+
 const TASKS_AG: &str = r#"graph tasks {
   state {
     messages: messages
@@ -83,6 +120,7 @@ async fn start_server(
     std::fs::write(graphs.join("confirm.ag"), CONFIRM_AG).expect("write");
     std::fs::write(graphs.join("markdown.ag"), MARKDOWN_AG).expect("write");
     std::fs::write(graphs.join("tasks.ag"), TASKS_AG).expect("write");
+    std::fs::write(graphs.join("planned.ag"), PLANNED_AG).expect("write");
     std::fs::write(graphs.join("tasks.json"), tasks_script().to_string()).expect("write");
     let mut config = ServerConfig::new(graphs, root.join("db"))
         .registry(registry)
@@ -708,6 +746,65 @@ async fn studio_shows_a_threads_background_tasks() {
     );
     assert_eq!(v["cancel"], 0, "a finished task has no cancel button: {v}");
     screenshot(&b, "background-tasks").await;
+    b.quit().await;
+    let _ = stop.send(());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn studio_shows_a_threads_plan() {
+    let Some((_root, base, stop, b)) = setup(builder_registry()).await else {
+        return;
+    };
+    let r = reqwest::Client::new()
+        .post(format!("{base}/threads/plan-1/runs"))
+        .json(&json!({"graph": "planned"}))
+        .send()
+        .await
+        .expect("post");
+    assert_eq!(r.status().as_u16(), 202);
+    let start = std::time::Instant::now();
+    while state(&base, "plan-1").await["active"] != false {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the run did not end"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    b.goto(&format!("{base}/#/thread/plan-1")).await;
+    b.wait_for("the plan", "document.querySelector('#plan li.plan-task')")
+        .await;
+    let v = b
+        .js(
+            "const rows = [...document.querySelectorAll('#plan li.plan-task')];
+            return { rows: rows.map((li) => ({ id: li.dataset.id, status: li.dataset.status,
+                                                 text: li.textContent })),
+                     approved: document.getElementById('plan').dataset.approved,
+                     title: document.querySelector('#plan h2').textContent };",
+        )
+        .await;
+    assert_eq!(v["rows"][0]["id"], "look", "{v}");
+    assert_eq!(v["rows"][0]["status"], "succeeded", "{v}");
+    assert_eq!(v["rows"][1]["id"], "build", "{v}");
+    assert_eq!(v["rows"][1]["status"], "pending", "{v}");
+    let first = v["rows"][0]["text"].as_str().unwrap_or_default();
+    let second = v["rows"][1]["text"].as_str().unwrap_or_default();
+    assert!(
+        first.contains("Find the API") && first.contains("It has a REST API."),
+        "{v}"
+    );
+    assert!(
+        second.contains("build-workflow") && second.contains("after look"),
+        "{v}"
+    );
+    assert_eq!(v["approved"], "no", "{v}");
+    assert!(
+        v["title"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("awaiting approval"),
+        "{v}"
+    );
+    screenshot(&b, "plan").await;
     b.quit().await;
     let _ = stop.send(());
 }

@@ -1,7 +1,8 @@
 // The thread view: the graph drawn with the running node highlighted from the thread's event
 // stream (subgraph nodes inside their parent's box), the conversation (markdown) and tool
-// progress, the interrupt form typed from the written channel, the thread's background tasks
-// (state, result, a cancel button while one runs) when it has some, the n8n workflow canvas
+// progress, the interrupt form typed from the written channel, the thread's plan (tasks with
+// their kind, dependencies, status and result; whether it awaits approval) when it has one, the
+// thread's background tasks (state, result, a cancel button while one runs) when it has some, the n8n workflow canvas
 // when the state holds one, and the event stream, the history as a tree (forks as branches), the state
 // at a checkpoint with its diff from the previous one, "fork from here" and re-run.
 "use strict";
@@ -33,6 +34,7 @@
     const convo = h("div", { id: "conversation", class: "panel", hidden: true }, h("h2", {}, "Conversation"), messages, progressList, composer);
     const canvas = h("div", { id: "workflow-canvas", class: "panel", hidden: true });
     const tasksBox = h("div", { id: "background-tasks", class: "panel", hidden: true });
+    const planBox = h("div", { id: "plan", class: "panel", hidden: true });
     const events = h("ol", { id: "events", class: "events" });
     const historyBox = h("div", { id: "history" });
     const stateBox = h("div", { id: "state" }, h("p", { class: "hint" }, "Select a checkpoint in History."));
@@ -55,7 +57,7 @@
         h("button", { id: "rerun", onclick: () => rerun() }, "Re-run last turn"),
         h("button", { id: "cancel", onclick: () => api("POST", base + "/cancel", {}).catch((e) => S.showError(e.message)) }, "Cancel")),
       h("div", { class: "thread" },
-        h("div", { class: "left" }, pic, interrupt, convo, tasksBox, canvas),
+        h("div", { class: "left" }, pic, interrupt, convo, planBox, tasksBox, canvas),
         h("div", { class: "right panel" }, tabBar, tabBody)));
 
     function setStatus(s) { status.textContent = s; status.className = "badge " + s; document.body.dataset.status = s; }
@@ -205,7 +207,31 @@
         }
       }
       showCanvas(values);
+      showPlan(values);
       showTasks(values);
+    }
+    // The plan of the state (`plan`: `{tasks, approved}`, written by the `plan` tool).
+    function showPlan(values) {
+      const plan = values.plan;
+      const tasks = plan && Array.isArray(plan.tasks) ? plan.tasks : [];
+      if (!tasks.length) {
+        planBox.hidden = true;
+        return;
+      }
+      const rows = tasks.map((t) => {
+        const st = String(t.status || "pending");
+        return h("li", { class: "plan-task", dataset: { id: String(t.id), status: st } },
+          h("code", {}, String(t.id)), " ", h("span", { class: "badge " + st }, st), " ",
+          h("span", { class: "muted" }, String(t.kind || "")), " ", String(t.title || ""),
+          Array.isArray(t.deps) && t.deps.length
+            ? h("span", { class: "muted deps" }, " after " + t.deps.join(", ")) : null,
+          t.result ? h("div", { class: "muted result" }, String(t.result)) : null);
+      });
+      planBox.hidden = false;
+      planBox.dataset.approved = plan.approved ? "yes" : "no";
+      planBox.replaceChildren(
+        h("h2", {}, "Plan ", plan.approved ? null : h("span", { class: "badge interrupted" }, "awaiting approval")),
+        h("ol", { class: "plain" }, rows));
     }
     // The task list of the state (`background_tasks`), with what the server knows of each now.
     async function showTasks(values) {
