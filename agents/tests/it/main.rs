@@ -9,6 +9,7 @@ mod agent_nodes;
 mod budget;
 mod memory;
 mod models_scripted;
+mod observational;
 mod orchestration;
 mod providers;
 mod recorded;
