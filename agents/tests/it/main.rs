@@ -14,3 +14,4 @@ mod orchestration;
 mod providers;
 mod recorded;
 mod store_memory;
+mod verify_loop;

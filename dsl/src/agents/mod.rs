@@ -53,6 +53,7 @@ pub mod memory;
 pub mod model;
 pub mod observe;
 pub mod tool_sets;
+pub mod verify;
 
 pub use memory::{build_memory, set_memory_dir};
 pub use model::{auto_provider, build_model, defer_model_errors, pricing, PROVIDER_VAR};
@@ -131,6 +132,7 @@ pub fn register(reg: &mut Registry, mut tools: ToolMap) {
         Arc::new(CompactFactory),
     );
     observe::register(reg);
+    verify::register(reg);
     reg.register_kind(
         "agent_output",
         vec![

@@ -9,6 +9,7 @@
 //! }
 //! node observe: observe { model: main, messages: messages, observations: observations,
 //!                         threshold: 30000, keep_last: 8, chunk: 6000, reflect_at: 8000,
+//!                         max_message_tokens: 2000,
 //!                         observer: observer_prompt, reflector: reflector_prompt,
 //!                         working_memory: working_memory, usage: usage }
 //! node agent: llm { model: main, messages: messages, observations: observations,
@@ -40,6 +41,7 @@ pub fn register(reg: &mut Registry) {
             EntrySpec::value("threshold"),
             EntrySpec::value("keep_last"),
             EntrySpec::value("chunk"),
+            EntrySpec::value("max_message_tokens"),
             EntrySpec::value("reflect_at"),
             EntrySpec::value("observer"),
             EntrySpec::value("reflector"),
@@ -86,6 +88,9 @@ impl NodeFactory for ObserveFactory {
         }
         if let Some(n) = positive("chunk")? {
             node.chunk_tokens = n;
+        }
+        if let Some(n) = positive("max_message_tokens")? {
+            node.max_message_tokens = n;
         }
         if let Some(n) = positive("reflect_at")? {
             node.reflect_at = n;

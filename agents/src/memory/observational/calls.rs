@@ -33,8 +33,10 @@ const PREVIOUS_CONTEXT_TOKENS: usize = 1_000;
 pub struct Observed {
     /// The new observation lines.
     pub text: String,
-    /// Estimated tokens of the messages read.
+    /// Estimated tokens of the messages (whole: what leaves the prompt).
     pub tokens_before: usize,
+    /// Estimated tokens of the messages as the observer read them (each cut to its limit).
+    pub tokens_read: usize,
     /// Estimated tokens of the observations written.
     pub tokens_after: usize,
     /// The call's usage.
@@ -96,8 +98,11 @@ pub async fn observe(
         ));
     }
     text.push_str("<messages>\n");
+    let mut read = 0;
     for m in messages {
-        text.push_str(&capped(render(m), max_message_tokens));
+        let line = capped(render(m), max_message_tokens);
+        read += estimate_tokens(&line);
+        text.push_str(&line);
         text.push('\n');
     }
     text.push_str("</messages>\n\nWrite the observations of these messages.");
@@ -118,6 +123,7 @@ pub async fn observe(
     let owned: Vec<Value> = messages.iter().map(|m| (*m).clone()).collect();
     Ok(Observed {
         tokens_before: estimate_messages(&owned),
+        tokens_read: read,
         tokens_after: estimate_tokens(&observed),
         text: observed,
         usage: resp.usage,

@@ -2,7 +2,8 @@
 //!
 //! Once the conversation in the messages channel is estimated over a threshold, the
 //! [`ObserveNode`] has an observer model read its oldest messages (all but the last
-//! `keep_last`, in chunks of about `chunk_tokens`) and write observations — short factual
+//! `keep_last`, in chunks of about `chunk_tokens`, each message shown cut to
+//! `max_message_tokens`) and write observations — short factual
 //! lines — which it appends to the observations channel (a `string?`), and it removes those
 //! messages from the conversation (the latest human message stays verbatim: the task at
 //! hand). When the observations grow over `reflect_at` tokens, a reflector call condenses
@@ -18,7 +19,7 @@
 //!
 //! Each observation and reflection is emitted as a `custom` event:
 //! `{"observational_memory": "observed", "messages", "tokens_before", "tokens_after",
-//! "chunks": [{"tokens_before", "tokens_after"}]}` and `{"observational_memory": "reflected",
+//! "chunks": [{"tokens_before", "tokens_read", "tokens_after"}]}` and `{"observational_memory": "reflected",
 //! "tokens_before", "tokens_after"}`.
 
 mod calls;
@@ -43,6 +44,9 @@ pub const DEFAULT_THRESHOLD: usize = 30_000;
 pub const DEFAULT_KEEP_LAST: usize = 8;
 /// Estimated tokens the observer reads per call (by default).
 pub const DEFAULT_CHUNK_TOKENS: usize = 6_000;
+/// Estimated tokens of one message the observer reads at most (by default): a larger tool
+/// result (a whole workflow, a node's every parameter) is shown cut.
+pub const DEFAULT_MAX_MESSAGE_TOKENS: usize = 2_000;
 /// Reflect once the observations are estimated over this many tokens (by default).
 pub const DEFAULT_REFLECT_AT: usize = 8_000;
 
@@ -63,6 +67,8 @@ pub struct ObserveNode {
     pub keep_last: usize,
     /// Estimated tokens the observer reads per call.
     pub chunk_tokens: usize,
+    /// Estimated tokens of one message the observer reads at most (the rest is cut).
+    pub max_message_tokens: usize,
     /// Reflect once the observations are estimated over this many tokens.
     pub reflect_at: usize,
     /// The observer's instructions (default [`DEFAULT_OBSERVER_PROMPT`]).
@@ -85,6 +91,7 @@ impl ObserveNode {
             threshold_tokens: DEFAULT_THRESHOLD,
             keep_last: DEFAULT_KEEP_LAST,
             chunk_tokens: DEFAULT_CHUNK_TOKENS,
+            max_message_tokens: DEFAULT_MAX_MESSAGE_TOKENS,
             reflect_at: DEFAULT_REFLECT_AT,
             observer_instructions: None,
             reflector_instructions: None,
@@ -162,7 +169,7 @@ impl Node for ObserveNode {
                 observer,
                 &observations,
                 &chunk,
-                self.chunk_tokens,
+                self.max_message_tokens,
                 &call_ctx,
             )
             .await
@@ -170,6 +177,7 @@ impl Node for ObserveNode {
             usage.add(&observed.usage);
             calls += 1;
             stats.push(json!({"tokens_before": observed.tokens_before,
+                              "tokens_read": observed.tokens_read,
                               "tokens_after": observed.tokens_after}));
             if !observations.is_empty() {
                 observations.push('\n');
