@@ -10,6 +10,7 @@ mod budget;
 mod memory;
 mod models_scripted;
 mod observational;
+mod observational_replay;
 mod orchestration;
 mod providers;
 mod recorded;
