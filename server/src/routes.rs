@@ -96,10 +96,19 @@ pub(crate) fn run_permit(state: &ServerState, caller: &Caller) -> ApiResult<Opti
     }
 }
 
+/// The run setting naming the principal whose working memory a run uses (the agents crate's
+/// `memory::observational::working::PRINCIPAL_SETTING`).
+const PRINCIPAL_SETTING: &str = "principal";
+
 /// Confines the memory session a run names (`config.session_id`, else the thread id) to the
-/// caller's namespace, so nobody can name another principal's conversation.
+/// caller's namespace, so nobody can name another principal's conversation; and sets
+/// `config.principal` (whose user-scoped working memory the run uses) to that namespace,
+/// whatever the request said.
 pub(crate) fn confine_session(caller: &Caller, thread: &str, config: &mut RunConfig) {
     if let Some(p) = caller.principal() {
+        config
+            .configurable
+            .insert(PRINCIPAL_SETTING.into(), json!(p.namespace()));
         let session = config
             .configurable
             .get("session_id")

@@ -11,14 +11,19 @@
 //! - [`RedisMemory`]: a Redis list per session under a key prefix, with an optional TTL;
 //! - [`StoreMemory`]: items of the graph's long-term store under a namespace computed from the
 //!   state ([`StoreMemorySpec`]), shared by every thread that computes the same namespace.
+//!
+//! [`observational`] is the other kind of memory: a long conversation's oldest messages turned
+//! into observations by a model (thread-scoped), plus the user-scoped working memory.
 
 mod buffer;
+pub mod observational;
 mod redis_store;
 mod sled_store;
 mod store_memory;
 mod window;
 
 pub use buffer::BufferMemory;
+pub use observational::{ObserveNode, UpdateWorkingMemoryTool};
 pub use redis_store::{RedisMemory, DEFAULT_KEY_PREFIX};
 pub use sled_store::SledMemory;
 pub use store_memory::{NamespaceFn, StoreMemory, StoreMemorySpec};

@@ -127,7 +127,7 @@ fn kind(m: &Value) -> &str {
 
 /// Where to cut so that the last `keep_last` messages are kept and no kept tool result is
 /// separated from the AI message that called it.
-fn cut_index(messages: &[Value], keep_last: usize) -> usize {
+pub(crate) fn cut_index(messages: &[Value], keep_last: usize) -> usize {
     let mut cut = messages.len().saturating_sub(keep_last);
     loop {
         let mut new_cut = cut;
@@ -167,7 +167,7 @@ matter, open questions and the next steps. Drop greetings, repetition and detail
 longer matter. If a previous summary is given, merge it into the new one. Answer with the \
 summary only, in plain text.";
 
-fn render(m: &Value) -> String {
+pub(crate) fn render(m: &Value) -> String {
     let content = match m.get("content") {
         Some(Value::String(s)) => s.clone(),
         Some(Value::Null) | None => String::new(),

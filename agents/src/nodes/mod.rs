@@ -18,6 +18,7 @@ pub use agent_output::{parse_json_answer, AgentOutputNode, OutputFormat};
 pub use compact::CompactNode;
 pub use llm::{ContextFn, LlmNode, OverflowCompaction};
 pub use tool_executor::{ToolExecutorNode, REPEATED_CALL};
+pub(crate) use usage::usage_record;
 pub use usage::UsageSum;
 
 use agentgraph_runtime::StateView;

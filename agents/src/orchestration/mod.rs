@@ -2,8 +2,9 @@
 //! ([`subagent`], the [`DelegateTool`]), planned tasks ([`PlanTool`]), deferred tools
 //! ([`SearchToolsTool`], [`LoadToolTool`], and [`crate::nodes::LlmNode::deferred`]), and human
 //! confirmation ([`confirm`], [`AskUserTool`]), and per-host approval of web access
-//! ([`gate_url`]), and the verify loop's state machine ([`ReportVerdictTool`]), and
-//! background tasks ([`background`]: detached sub-agent runs the orchestrator steers).
+//! ([`gate_url`]), the verify loop's state machine ([`ReportVerdictTool`]), enforced by the
+//! graph through [`verify_stopped`] and [`VerifyStopNode`], and background tasks
+//! ([`background`]: detached sub-agent runs the orchestrator steers).
 //!
 //! Nothing here knows a product: the tools a sub-agent may use come from a pool the
 //! application registers ([`ToolPool`]).
@@ -17,6 +18,7 @@ mod domains;
 mod plan;
 pub mod subagent;
 mod verify;
+mod verify_gate;
 
 pub use ask_user::{AskUserTool, ASK_USER};
 pub use background::{Background, CANCEL_TASK, SEND_TO_TASK, START_BACKGROUND_TASK, TASK_STATUS};
@@ -29,6 +31,7 @@ pub use domains::{gate_url, host_of, Remember, APPROVED_DOMAINS};
 pub use plan::{PlanTool, PlannedTask, TaskRunner, PLAN};
 pub use subagent::{SubAgent, DEFAULT_MAX_STEPS};
 pub use verify::{ReportVerdictTool, MAX_ATTEMPTS, REPORT_VERDICT, VERIFY_LOOP};
+pub use verify_gate::{stopped_subjects, verify_stopped, VerifyStopNode, FAILED_TERMINAL};
 
 use crate::tools::Tool;
 use std::collections::BTreeMap;

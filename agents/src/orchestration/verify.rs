@@ -48,10 +48,18 @@ pub fn step(state: &Value, verdict: &str, failure: &str) -> (Value, String) {
         .filter_map(|s| s.as_str().map(str::to_owned))
         .collect();
     let sig = signature(failure);
+    let stopped = state["phase"] == "failed_terminal";
     let (phase, next) = match verdict {
         "success" => (
             "done",
             "Finalize: report the verified result to the user.".to_string(),
+        ),
+        // Terminal stays terminal: only a success ends it.
+        _ if stopped => (
+            "failed_terminal",
+            "Stop: verification of this already stopped. Report the failure and what you tried \
+             to the user; do not fix it again."
+                .to_string(),
         ),
         "failed" => (
             "failed_terminal",
@@ -77,6 +85,13 @@ pub fn step(state: &Value, verdict: &str, failure: &str) -> (Value, String) {
             "Fix only the failing part named in the failure, then verify again.".to_string(),
         ),
     };
+    let reason = match (phase, verdict) {
+        ("failed_terminal", _) if stopped => "stopped",
+        ("failed_terminal", "failed") => "failed",
+        ("failed_terminal", _) if !sig.is_empty() && seen.contains(&sig) => "repeated",
+        ("failed_terminal", _) => "attempts",
+        _ => "",
+    };
     if !sig.is_empty() && !seen.contains(&sig) {
         seen.push(sig);
     }
@@ -84,10 +99,13 @@ pub fn step(state: &Value, verdict: &str, failure: &str) -> (Value, String) {
         "patching" | "rebuilding" => attempts + 1,
         _ => attempts,
     };
-    (
-        json!({"phase": phase, "attempts": attempts, "signatures": seen}),
-        next,
-    )
+    let mut next_state = json!({"phase": phase, "attempts": attempts, "signatures": seen});
+    // What the graph's stop message says (see `verify_gate`).
+    if phase == "failed_terminal" {
+        next_state["reason"] = json!(reason);
+        next_state["failure"] = json!(failure.trim());
+    }
+    (next_state, next)
 }
 
 #[async_trait::async_trait]

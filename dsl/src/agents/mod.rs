@@ -21,6 +21,8 @@
 //! # `max_calls: 30` fails the node (MAX_CALLS) once the conversation holds 30 AI answers.
 //! # `core_tools: ["plan", "delegate"], loaded_tools: loaded` offers only those tools plus the
 //! # ones named in channel `loaded` (deferred tools: `search_tools` finds, `load_tool` loads).
+//! # `observations: observations, working_memory: working_memory` show those channels as
+//! # system parts (observational memory: see [`observe`]).
 //! node route: llm { model: main, output_schema: { type: "object" }, output: decision }
 //! node tools: tool_executor { tools: kit, model: main, usage: usage,
 //!                             settings: { http_request: {} }, repeat_limit: 2, repeats: repeats,
@@ -49,7 +51,9 @@ use std::sync::Arc;
 
 pub mod memory;
 pub mod model;
+pub mod observe;
 pub mod tool_sets;
+pub mod verify;
 
 pub use memory::{build_memory, set_memory_dir};
 pub use model::{auto_provider, build_model, defer_model_errors, pricing, PROVIDER_VAR};
@@ -58,7 +62,9 @@ pub use model::{auto_provider, build_model, defer_model_errors, pricing, PROVIDE
 pub type ToolMap = BTreeMap<String, Arc<dyn Tool>>;
 
 /// Registers the `llm` and `tool_executor` kinds, the model providers, and `tools` for checks.
-pub fn register(reg: &mut Registry, tools: ToolMap) {
+pub fn register(reg: &mut Registry, mut tools: ToolMap) {
+    let (name, tool) = observe::tool();
+    tools.entry(name).or_insert(tool);
     for (name, t) in &tools {
         reg.register_tool(name.clone(), t.description().to_string());
     }
@@ -87,6 +93,8 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
             EntrySpec::value("max_calls"),
             EntrySpec::value("core_tools"),
             EntrySpec::value("loaded_tools"),
+            EntrySpec::value("observations"),
+            EntrySpec::value("working_memory"),
         ],
         "calls a chat model with the conversation and bound tools; writes its answer",
         Arc::new(LlmFactory {
@@ -123,6 +131,8 @@ pub fn register(reg: &mut Registry, tools: ToolMap) {
          (a prompt or a string) tells the summarizing model what to keep",
         Arc::new(CompactFactory),
     );
+    observe::register(reg);
+    verify::register(reg);
     reg.register_kind(
         "agent_output",
         vec![
@@ -281,6 +291,12 @@ impl NodeFactory for LlmFactory {
             });
         } else if b.has("loaded_tools") {
             return Err("`loaded_tools` goes with `core_tools` (the tools always offered)".into());
+        }
+        // Observational memory and working memory, shown as system parts.
+        for key in ["observations", "working_memory"] {
+            if let Some(ch) = b.channel(key) {
+                node = node.state_part(ch, key);
+            }
         }
         Ok(Arc::new(node))
     }

@@ -394,7 +394,8 @@ fn shipped_orchestrator(dir: &std::path::Path, script: &Value) -> CompiledGraph 
     for file in [
         "orchestrator.ag",
         "prompts/orchestrator.md",
-        "prompts/compact.md",
+        "prompts/observer.md",
+        "prompts/reflector.md",
     ] {
         std::fs::copy(shipped.join(file), dir.join(file)).expect("copy");
     }

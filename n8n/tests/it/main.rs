@@ -10,6 +10,7 @@ mod catalogue;
 mod client;
 mod corpus;
 mod instance_ai;
+mod instance_ai_transcript;
 mod run;
 mod run_tool;
 mod studio;

@@ -33,7 +33,16 @@ impl LlmNode {
             on_overflow: Some(OverflowCompaction::default()),
             max_calls: None,
             deferred: None,
+            state_parts: Vec::new(),
         }
+    }
+
+    /// Shows `channel`'s value (a string as is, other JSON as text) to the model as a system
+    /// part `<tag>…</tag>` after the static parts, when it is set and not empty: observations
+    /// and working memory ([`crate::memory::observational`]).
+    pub fn state_part(mut self, channel: impl Into<String>, tag: impl Into<String>) -> Self {
+        self.state_parts.push((channel.into(), tag.into()));
+        self
     }
 
     /// Sets how a context overflow is handled (`None`: fail at once).
@@ -176,6 +185,19 @@ impl LlmNode {
         payload: Option<&Value>,
     ) -> Result<ModelRequest, NodeError> {
         let mut system = self.system.clone();
+        for (channel, tag) in &self.state_parts {
+            let text = match state.get(channel) {
+                Some(Value::String(s)) => s.trim().to_string(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            };
+            if !text.is_empty() {
+                system.push(SystemPart {
+                    text: format!("<{tag}>\n{text}\n</{tag}>"),
+                    cacheable: true,
+                });
+            }
+        }
         let mut messages = state.list(&self.messages_channel).to_vec();
         if let Some(render) = &self.context {
             let text = render(state, payload)?;

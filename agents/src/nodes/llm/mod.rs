@@ -79,6 +79,9 @@ pub type ToolChoiceFn =
 ///   payload) on each call.
 /// * With [`LlmNode::deferred`], a call offers only the core tools and the tools named in the
 ///   loaded-tools channel (see [`crate::orchestration`]'s `search_tools` and `load_tool`).
+/// * With [`LlmNode::state_part`], a channel's value (observations, working memory; see
+///   [`crate::memory::observational`]) is sent after the static system parts as
+///   `<tag>\n…\n</tag>`, when it is set and not empty.
 #[derive(Clone)]
 pub struct LlmNode {
     /// The model.
@@ -123,6 +126,8 @@ pub struct LlmNode {
     pub max_calls: Option<usize>,
     /// Offers only the core tools plus those loaded in the thread ([`LlmNode::deferred`]).
     pub deferred: Option<crate::orchestration::DeferredTools>,
+    /// Channels shown as system parts, `(channel, tag)` ([`LlmNode::state_part`]).
+    pub state_parts: Vec<(String, String)>,
 }
 
 fn node_error(model: &str, e: ModelError) -> NodeError {

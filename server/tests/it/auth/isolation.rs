@@ -1,5 +1,6 @@
 //! What one principal cannot reach or use up of another's: memory sessions named in `config`,
-//! and the per-principal limits (429 with `Retry-After`); and the refusal to serve off
+//! working memory (a `config.principal` naming another is overridden), and the per-principal
+//! limits (429 with `Retry-After`); and the refusal to serve off
 //! loopback without authentication.
 
 use super::*;
@@ -92,6 +93,83 @@ async fn a_session_named_by_another_principal_is_not_theirs() {
     assert_eq!(bob.first().map(String::as_str), Some("bob asks"), "{bob:?}");
     assert_eq!(bob.len(), 2, "bob's turn only, nothing of alice's: {bob:?}");
     assert!(memory.load("shared").await.expect("load").is_empty());
+    s.stop().await;
+}
+
+/// A graph loading the principal's working memory (`observe`) before a scripted model that
+/// saves it when asked to remember something.
+fn working_memory_graph(graphs: &Path) {
+    let script = json!({"responses": [
+        {"node": "agent", "match": "remember that",
+         "tool_calls": [{"name": "update_working_memory", "args": {"memory": "- Likes tea"}}]},
+        {"node": "agent", "match": "Working memory saved.", "text": "Saved."},
+        {"node": "agent", "match": "hello there", "text": "Hello."}
+    ]});
+    std::fs::write(graphs.join("wm.json"), script.to_string()).expect("script");
+    let text = r#"graph wm {
+  state {
+    messages: messages
+    observations: string?
+    working_memory: string?
+  }
+  model main = scripted { script: "wm.json" }
+  tools kit = [update_working_memory]
+  node observe: observe { model: main, working_memory: working_memory }
+  node agent: llm { model: main, tools: kit, working_memory: working_memory }
+  node tools: tool_executor { tools: kit }
+  START -> observe -> agent
+  agent -> route {
+    has_tool_calls(last(messages)) => tools
+    else                           => END
+  }
+  tools -> observe
+}
+"#;
+    std::fs::write(graphs.join("wm.ag"), text).expect("graph");
+}
+
+#[tokio::test]
+async fn working_memory_is_the_callers_whatever_principal_the_request_names() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let graphs = dir.path().join("graphs");
+    std::fs::create_dir_all(&graphs).expect("graphs");
+    working_memory_graph(&graphs);
+    let mut cfg = config(dir.path(), Limits::default());
+    cfg.graphs_dir = graphs;
+    let keys = make_keys(&cfg.auth.keys.clone().expect("keys"));
+    let s = Srv::start(cfg).await;
+    let run = |text: &str| {
+        json!({"graph": "wm",
+               "input": {"messages": [{"type": "human", "content": text}]},
+               // Names bob: the server runs it as alice all the same.
+               "config": {"principal": "default/bob"}})
+    };
+    let turns = [
+        ("a1", &keys.alice, "remember that I like tea"),
+        ("b1", &keys.bob, "hello there"),
+        ("a2", &keys.alice, "hello there"),
+    ];
+    for (thread, key, text) in turns {
+        let (st, v) = s
+            .call(
+                "POST",
+                &format!("/threads/{thread}/runs"),
+                Some(key),
+                Some(run(text)),
+            )
+            .await;
+        assert_eq!(st, 202, "{v}");
+        s.wait_idle(thread, key).await;
+    }
+    let (_, bob) = s
+        .call("GET", "/threads/b1/state", Some(&keys.bob), None)
+        .await;
+    assert_eq!(bob["values"]["working_memory"], Value::Null, "{bob}");
+    assert!(!bob.to_string().contains("Likes tea"), "{bob}");
+    let (_, alice) = s
+        .call("GET", "/threads/a2/state", Some(&keys.alice), None)
+        .await;
+    assert_eq!(alice["values"]["working_memory"], "- Likes tea", "{alice}");
     s.stop().await;
 }
 
