@@ -69,8 +69,10 @@ impl Log {
                 .append(true)
                 .open(path)
             {
-                // Flushed line by line: a SIGKILL keeps every line written before it.
-                let _ = writeln!(f, "{line}");
+                // One write per line (an `O_APPEND` write is not interleaved with another
+                // thread's, where `writeln!`'s text and newline may be), flushed line by line:
+                // a SIGKILL keeps every line written before it.
+                let _ = f.write_all(format!("{line}\n").as_bytes());
                 let _ = f.sync_data();
             }
         }
