@@ -589,8 +589,9 @@ async fn a_build_workflow_task_runs_the_builder_and_creates_the_workflow_in_n8n(
     client.delete_workflow(id).await.expect("cleanup");
 }
 
-/// The tools of the orchestrator's `all` set, as the shipped graph lists them.
-const ORCHESTRATOR_TOOLS: [&str; 21] = [
+/// The tools of the orchestrator's `all` set, as the shipped graph lists them (its ten core
+/// tools first).
+const ORCHESTRATOR_TOOLS: [&str; 22] = [
     "plan",
     "delegate",
     "ask_user",
@@ -600,6 +601,7 @@ const ORCHESTRATOR_TOOLS: [&str; 21] = [
     "start_background_task",
     "send_to_task",
     "cancel_task",
+    "update_working_memory",
     "list_workflows",
     "get_workflow",
     "run_workflow",
@@ -626,14 +628,19 @@ fn spec_tokens(specs: &[ToolSpec]) -> usize {
 #[test]
 fn deferred_tools_keep_most_tool_tokens_out_of_the_orchestrators_requests() {
     let tools = N8n::new(CatalogueSource::Builtin).tool_map();
+    // `update_working_memory` is the agent layer's, not the n8n registry's.
+    let working = agentgraph_agents::memory::UpdateWorkingMemoryTool;
     let specs: Vec<ToolSpec> = ORCHESTRATOR_TOOLS
         .iter()
-        .map(|n| tools[*n].spec())
+        .map(|n| match *n {
+            "update_working_memory" => working.spec(),
+            _ => tools[*n].spec(),
+        })
         .collect();
     let model = Arc::new(ScriptedModel::from_json(json!({"responses": []})).expect("model"));
     let all = LlmNode::new(model.clone()).tools(specs.clone());
     let deferred = all.clone().deferred(DeferredTools {
-        core: ORCHESTRATOR_TOOLS[..9]
+        core: ORCHESTRATOR_TOOLS[..10]
             .iter()
             .map(|s| s.to_string())
             .collect(),
@@ -646,13 +653,13 @@ fn deferred_tools_keep_most_tool_tokens_out_of_the_orchestrators_requests() {
         json!({"messages": [], LOADED_TOOLS: ["list_workflows", "run_workflow"]}),
     );
     let two = deferred.request(&loaded, None).expect("request").tools;
-    assert_eq!(two.len(), 11);
-    // Measured with these tools: 3,625 estimated tokens offered in full, 1,580 with only the
-    // core nine (43 %; 36 % before the three background tools joined the core: they must be
-    // at hand when the user says "stop that", and load_tool only loads pool tools); the
-    // bounds leave room for small wording changes.
+    assert_eq!(two.len(), 12);
+    // Measured with these tools: 3,796 estimated tokens offered in full, 1,752 with only the
+    // core ten (46 %; 36 % with the first six core tools, before the three background tools
+    // — at hand when the user says "stop that"; load_tool only loads pool tools — and
+    // update_working_memory joined the core); the bounds leave room for small wording changes.
     println!("tool tokens: full {full}, deferred {lean}");
-    assert!((3_350..3_900).contains(&full), "full: {full}");
-    assert!((1_350..1_800).contains(&lean), "deferred: {lean}");
-    assert!(lean * 100 / full <= 45, "{lean} of {full}");
+    assert!((3_550..4_100).contains(&full), "full: {full}");
+    assert!((1_550..1_950).contains(&lean), "deferred: {lean}");
+    assert!(lean * 100 / full <= 48, "{lean} of {full}");
 }
