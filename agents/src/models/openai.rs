@@ -25,6 +25,13 @@ pub enum NamedToolChoice {
     /// ignores the field; restricting the tools is what every server honours. The tool list
     /// differs from the other calls', so a prompt cache is reused only up to the tools.
     OnlyTool,
+    /// `"required"` with every tool, and the name asked for in a last user message ("Call the
+    /// `x` tool now."). The tool list and the conversation stay byte-identical from call to
+    /// call, so a server's prompt cache is reused up to the new messages: on a CPU-bound local
+    /// server a forced call under `OnlyTool` re-read the whole tool list and conversation
+    /// twice (the forced call, then the next free one), about two minutes per forced call for
+    /// a 1.5B model on 2 cores. The model may still pick another tool; it must pick one.
+    Hint,
 }
 
 /// A model behind the OpenAI Chat Completions API or a compatible server.
@@ -99,9 +106,10 @@ impl OpenAiModel {
             None | Some("") => NamedToolChoice::OnlyTool,
             Some("native") => NamedToolChoice::Native,
             Some("only-tool") => NamedToolChoice::OnlyTool,
+            Some("hint") => NamedToolChoice::Hint,
             Some(other) => {
                 return Err(ModelError::Config(format!(
-                    "OPENAI_NAMED_TOOL_CHOICE is `native` or `only-tool`, got `{other}`"
+                    "OPENAI_NAMED_TOOL_CHOICE is `native`, `only-tool` or `hint`, got `{other}`"
                 )))
             }
         };
@@ -159,6 +167,18 @@ impl OpenAiModel {
         if !system.is_empty() {
             messages.insert(0, json!({"role": "system", "content": system.join("\n\n")}));
         }
+        let hinted = match (&req.tool_choice, self.named_choice) {
+            (ToolChoice::Tool(name), NamedToolChoice::Hint)
+                if req.tools.iter().any(|t| &t.name == name) =>
+            {
+                Some(name.as_str())
+            }
+            _ => None,
+        };
+        if let Some(name) = hinted {
+            messages
+                .push(json!({"role": "user", "content": format!("Call the `{name}` tool now.")}));
+        }
         let mut body = json!({
             "model": self.model,
             "messages": messages,
@@ -194,7 +214,7 @@ impl OpenAiModel {
                 ToolChoice::Auto => json!("auto"),
                 ToolChoice::Required => json!("required"),
                 ToolChoice::None => json!("none"),
-                ToolChoice::Tool(_) if only.is_some() => json!("required"),
+                ToolChoice::Tool(_) if only.is_some() || hinted.is_some() => json!("required"),
                 ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
             };
             if let Some(parallel) = req.parallel_tool_calls {

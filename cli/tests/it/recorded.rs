@@ -130,6 +130,11 @@ fn forced_tool(r: &Value) -> Option<&str> {
     let tools = r["tools"].as_array()?;
     match (r["tool_choice"].as_str(), tools.as_slice()) {
         (Some("required"), [only]) => only["function"]["name"].as_str(),
+        // `OPENAI_NAMED_TOOL_CHOICE=hint`: every tool, and a last message naming the one.
+        (Some("required"), _) => r["messages"].as_array()?.last()?["content"]
+            .as_str()?
+            .strip_prefix("Call the `")?
+            .strip_suffix("` tool now."),
         _ => None,
     }
 }
@@ -722,12 +727,12 @@ async fn with_the_fenced_response_format_the_recorded_model_calls_tools_and_buil
         "{nodes:?}"
     );
     // The first call had to add the trigger (the workflow was empty, a human had spoken); the
-    // model's batch added nodes but no trigger, so the next call had to add one too; after the
-    // note about the repeated batch the choice was free again, among all eight tools.
+    // model's batch added nodes but no trigger, so the next call had to add one too; the
+    // repeated batch on this unfinished build was answered with the structure findings, and
+    // the call after them had to add the trigger again.
     assert_eq!(forced_tool(agent[0]), Some("add_trigger"));
     assert_eq!(forced_tool(agent[1]), Some("add_trigger"));
-    assert_eq!(agent[2]["tool_choice"], "auto");
-    assert_eq!(agent[2]["tools"].as_array().map(Vec::len), Some(8));
+    assert_eq!(forced_tool(agent[2]), Some("add_trigger"));
     // The workflow changed between the calls, the system prompt did not.
     assert_eq!(system(agent[0]), system(agent[2]));
     let context = |r: &Value| {
@@ -738,13 +743,14 @@ async fn with_the_fenced_response_format_the_recorded_model_calls_tools_and_buil
     };
     assert!(!context(agent[0]).contains("httpRequest"));
     assert!(context(agent[1]).contains("httpRequest"));
-    // The repeated batch was pointed out before the next call.
+    // The findings came before the next call (not the bare note about the repeat).
     assert!(!agent[1]
         .to_string()
-        .contains("That call failed exactly as before"));
+        .contains("The workflow is not finished"));
     assert!(agent[2]
         .to_string()
-        .contains("That call failed exactly as before"));
+        .contains("The workflow is not finished"));
+    assert!(agent[2].to_string().contains("NO_TRIGGER"));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -882,4 +888,63 @@ async fn a_lone_trigger_is_followed_by_a_required_search_then_add_nodes() {
     let nodes = stored["values"]["workflow"]["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 1);
     assert_eq!(nodes[0]["type"], "n8n-nodes-base.scheduleTrigger");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_that_repeats_a_search_is_moved_on_to_the_next_step() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded with the graph before the fix (`agentgraph eval`, case
+    // `order-priority-webhook`, `OPENAI_NAMED_TOOL_CHOICE=hint`): a name, the required
+    // add_trigger (a webhook), the required search ("webhook"), the required add_nodes (a Set
+    // node), then the same search twice; the second was answered REPEATED_CALL, and the model
+    // sent it three more times.
+    let case = "single-agent-repeat";
+    let mut plan: Vec<Step> = (1..=6).map(|n| answer(case, n)).collect();
+    plan.push(Step::Refuse);
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let request = "Receive orders on a webhook, mark orders over 100 as high priority and the others as normal, and answer the caller with the order id and its priority";
+    let (_out, db) = turn_with(
+        shipped("single-agent.ag"),
+        request,
+        server.uri(),
+        &[
+            ("AGENTGRAPH_PARALLEL_TOOL_CALLS", "false"),
+            ("OPENAI_NAMED_TOOL_CHOICE", "hint"),
+        ],
+    )
+    .await;
+    let requests = provider.requests();
+    let agent = calls_of(&requests, SINGLE_RULES);
+    let tools: Vec<Option<&str>> = agent.iter().map(|r| forced_tool(r)).collect();
+    // The repeat is followed by the step after a search: add a node.
+    assert_eq!(
+        tools,
+        [
+            Some("add_trigger"),
+            Some("search_nodes"),
+            Some("add_nodes"),
+            None,
+            None,
+            Some("add_nodes")
+        ]
+    );
+    // Every forced call kept every tool (the prompt cache holds).
+    assert!(agent
+        .iter()
+        .all(|r| r["tools"].as_array().map_or(0, Vec::len) == 8));
+    let last = agent[5]["messages"].as_array().unwrap();
+    let nudge = &last[last.len() - 3];
+    assert_eq!(nudge["role"], "user");
+    assert!(
+        nudge["content"]
+            .as_str()
+            .unwrap()
+            .starts_with("You already have those results (above)."),
+        "{nudge}"
+    );
+    let stored = stored_state(&shipped("single-agent.ag"), db.path());
+    let nodes = stored["values"]["workflow"]["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2, "{nodes:#?}");
 }

@@ -40,14 +40,15 @@ impl Tool for AddNodes {
     }
 
     fn description(&self) -> &str {
+        // No example parameter values here: a small model copied n8n's examples (a vector
+        // store's `mode`, a document loader's `textSplittingMode`) onto every node it added.
         "Add a node to the workflow. Give the full node type from search_nodes, a descriptive \
-         name, your reasoning about which parameters change the node's inputs/outputs \
+         name, why the node does or does not need connection parameters \
          (connectionParametersReasoning, required), and those parameters \
-         (connectionParameters, e.g. {\"mode\": \"insert\"} for a vector store that receives \
-         documents, {\"hasOutputParser\": true} for an agent with an output parser, \
-         {\"textSplittingMode\": \"custom\"} for a document loader with a text splitter, {} when \
-         the connections are static). Returns the new node's ID: use it with connect_nodes and \
-         the other tools. Position and version are chosen automatically."
+         (connectionParameters): only parameters of this node type that change its inputs or \
+         outputs, as a search result or get_node_details shows them; {} for almost every node. \
+         Returns the new node's ID: use it with connect_nodes and the other tools. Position and \
+         version are chosen automatically."
     }
 
     fn input_schema(&self) -> Value {
@@ -57,7 +58,7 @@ impl Tool for AddNodes {
                 "nodeType": {"type": "string", "description": "Full node type, e.g. n8n-nodes-base.httpRequest."},
                 "name": {"type": "string", "description": "A descriptive node name, e.g. \"Fetch Weather Data\"."},
                 "connectionParametersReasoning": {"type": "string", "description": "Why these connection parameters (or none) are needed: which parameters change this node's inputs/outputs."},
-                "connectionParameters": {"type": "object", "description": "Parameters that shape the node's inputs/outputs; {} when none."}
+                "connectionParameters": {"type": "object", "description": "Parameters of this node type that change its inputs/outputs; {} for almost every node."}
             },
             "required": ["nodeType", "name", "connectionParametersReasoning", "connectionParameters"]
         })
@@ -247,6 +248,21 @@ pub fn plan_node(
     let version = catalogue
         .default_version(node_type)
         .unwrap_or_else(|| desc.version.max());
+    // Parameters the node type does not have cannot shape its ports: they are left out and
+    // named (a small model copied the schema's examples, `mode`, `textSplittingMode`, onto
+    // every node, and each became an unknown parameter of the workflow).
+    let (params, ignored): (Map<String, Value>, Vec<String>) = {
+        let mut kept = Map::new();
+        let mut ignored = Vec::new();
+        for (k, v) in params {
+            if desc.properties.iter().any(|p| p.name == k) {
+                kept.insert(k, v);
+            } else {
+                ignored.push(k);
+            }
+        }
+        (kept, ignored)
+    };
     if let Some(max) = desc.max_nodes {
         let count = wf.nodes.iter().filter(|n| n.node_type == desc.name).count();
         if count >= max as usize {
@@ -317,6 +333,14 @@ pub fn plan_node(
     if name != base {
         message.push_str(&format!(" (named \"{name}\" because \"{base}\" was taken)"));
     }
+    if !ignored.is_empty() {
+        message.push_str(&format!(
+            "\nIgnored connectionParameters that {} does not have: {} (set real parameters \
+             with update_node_parameters).",
+            desc.display_name,
+            ignored.join(", ")
+        ));
+    }
     message.push_str(&format!(
         "\nInputs: {}\nOutputs: {}",
         ports_json(&ports.inputs),
@@ -327,6 +351,13 @@ pub fn plan_node(
             "\nThis is a sub-node: connect it with connect_nodes from this node to the node \
              that uses it (e.g. chat model → agent).",
         );
+        if let Some(main) = main_flow_variant(catalogue, wf, &desc.name) {
+            message.push_str(&format!(
+                "\nNote: this is the tool variant that an AI Agent calls through an ai_tool \
+                 connection, and no node of this workflow takes tools. For a step of the main \
+                 flow (trigger → … → output), remove this node and add `{main}` instead."
+            ));
+        }
     }
     Ok(PlannedNode { node, message })
 }
@@ -344,4 +375,24 @@ fn node_id(ctx: &ToolContext, what: &str) -> String {
     uuid::Builder::from_random_bytes(bits.to_be_bytes())
         .into_uuid()
         .to_string()
+}
+
+/// The main-flow node type of a `…Tool` variant (`n8n-nodes-base.gmail` for `…gmailTool`) when
+/// the workflow has no node taking `ai_tool` inputs: a small model picked the Gmail Tool to
+/// read mail in a workflow without an agent, and it can never run there.
+pub(super) fn main_flow_variant(
+    catalogue: &Catalogue,
+    wf: &Workflow,
+    node_type: &str,
+) -> Option<String> {
+    let base = node_type.strip_suffix("Tool")?;
+    let desc = catalogue.get(base, None)?;
+    if desc.is_hidden() {
+        return None;
+    }
+    let takes_tools = wf
+        .nodes
+        .iter()
+        .any(|n| super::state::node_ports(catalogue, n).is_ok_and(|p| p.has_input("ai_tool")));
+    (!takes_tools).then(|| desc.name.clone())
 }

@@ -130,7 +130,21 @@ impl ConnectNodes {
         }
         let mut sp = with_known_labels(&src.node_type, node_ports(&self.catalogue, src)?);
         let mut tp = with_known_labels(&tgt.node_type, node_ports(&self.catalogue, tgt)?);
-        let (kind, swap) = infer(src, tgt, &sp, &tp, requested)?;
+        let (kind, swap) = infer(src, tgt, &sp, &tp, requested).map_err(|mut e| {
+            // A `…Tool` node in the main flow: name the node type that belongs there.
+            if let Some(main) = [tgt, src].into_iter().find_map(|n| {
+                super::add_nodes::main_flow_variant(&self.catalogue, wf, &n.node_type)
+                    .map(|m| (n.name.clone(), m))
+            }) {
+                e.message.push_str(&format!(
+                    ". \"{}\" is a tool variant that only an AI Agent calls (ai_tool) and this \
+                     workflow has no agent: for a step of the main flow, remove it and add `{}` \
+                     instead",
+                    main.0, main.1
+                ));
+            }
+            e
+        })?;
         if swap {
             std::mem::swap(&mut src, &mut tgt);
             std::mem::swap(&mut sp, &mut tp);

@@ -8,6 +8,7 @@ mod catalogue;
 mod general_tools;
 mod operations;
 mod recorded_batch;
+mod recorded_gmail_tool;
 mod recorded_names;
 mod trim;
 mod unknown_parameters;

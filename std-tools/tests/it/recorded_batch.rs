@@ -38,6 +38,18 @@ fn add_connect_tools() -> Vec<Arc<dyn Tool>> {
 /// `llm` (with `system`) → `tool_executor` → `apply_operations` with the add and connect
 /// tools, for the human message `user`; the run's output.
 pub(crate) async fn replay_add_connect(sse: &str, system: &str, user: &str) -> RunOutput {
+    replay(sse, add_connect_tools(), system, user, json!(null)).await
+}
+
+/// Replays the recorded answer `sse` through `llm` → `tool_executor` → `apply_operations` with
+/// `tools`, on a thread whose workflow starts as `workflow` (`null`: none yet).
+pub(crate) async fn replay(
+    sse: &str,
+    tools: Vec<Arc<dyn Tool>>,
+    system: &str,
+    user: &str,
+    workflow: Value,
+) -> RunOutput {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
@@ -45,7 +57,6 @@ pub(crate) async fn replay_add_connect(sse: &str, system: &str, user: &str) -> R
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    let tools = add_connect_tools();
     let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
     let model = OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
         .expect("client")
@@ -65,7 +76,10 @@ pub(crate) async fn replay_add_connect(sse: &str, system: &str, user: &str) -> R
         .compile()
         .expect("graph")
         .with_checkpointer(memory());
-    let input = json!({"messages": [{"type": "human", "id": "h", "content": user}]});
+    let mut input = json!({"messages": [{"type": "human", "id": "h", "content": user}]});
+    if !workflow.is_null() {
+        input["workflow"] = workflow;
+    }
     g.invoke(values(input), RunConfig::thread("t"))
         .await
         .expect("run")

@@ -298,5 +298,46 @@ fn a_named_tool_is_sent_as_required_with_that_tool_alone_to_compatible_servers()
     assert_eq!(names(&local.request_body(&req)), ["weather", "clock"]);
     let err =
         OpenAiModel::from_lookup("m", vars("http://127.0.0.1:1/v1", Some("object"))).unwrap_err();
-    assert!(err.to_string().contains("`native` or `only-tool`"), "{err}");
+    assert!(
+        err.to_string().contains("`native`, `only-tool` or `hint`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_hinted_named_tool_keeps_every_tool_and_asks_for_it_last() {
+    use agentgraph_agents::models::ToolChoice;
+    let lookup = |v: &str| match v {
+        "OPENAI_BASE_URL" => Some("http://127.0.0.1:8089/v1".to_string()),
+        "OPENAI_API_KEY" => Some("k".to_string()),
+        "OPENAI_NAMED_TOOL_CHOICE" => Some("hint".to_string()),
+        _ => None,
+    };
+    let m = OpenAiModel::from_lookup("m", lookup).unwrap();
+    let mut req = tool_request();
+    req.tools.push(agentgraph_agents::models::ToolSpec {
+        name: "clock".into(),
+        description: "The time".into(),
+        input_schema: json!({"type": "object"}),
+    });
+    let free = m.request_body(&req);
+    req.tool_choice = ToolChoice::Tool("clock".into());
+    let forced = m.request_body(&req);
+    assert_eq!(forced["tool_choice"], "required");
+    // The same tools and the same messages as a free call, so a prompt cache holds…
+    assert_eq!(forced["tools"], free["tools"]);
+    let (free_msgs, forced_msgs) = (
+        free["messages"].as_array().unwrap(),
+        forced["messages"].as_array().unwrap(),
+    );
+    assert_eq!(forced_msgs.len(), free_msgs.len() + 1);
+    assert_eq!(&forced_msgs[..free_msgs.len()], &free_msgs[..]);
+    // …and one user message at the end naming the tool.
+    assert_eq!(
+        forced_msgs.last().unwrap(),
+        &json!({"role": "user", "content": "Call the `clock` tool now."})
+    );
+    // A name that is not offered gets no hint.
+    req.tool_choice = ToolChoice::Tool("nope".into());
+    assert_eq!(m.request_body(&req)["messages"], free["messages"]);
 }

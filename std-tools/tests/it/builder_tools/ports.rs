@@ -34,7 +34,7 @@ async fn port_summaries_show_every_port() {
         .run(&json!({"queries": [{"queryType": "name", "query": "if"}]}))
         .expect("search");
     assert!(
-        out.contains("<node_outputs>[\"main[0] (true)\",\"main[1] (false)\"]</node_outputs>"),
+        out.contains("outputs [\"main[0] (true)\",\"main[1] (false)\"]."),
         "{out}"
     );
     let details = GetNodeDetails::new(cat);
@@ -115,12 +115,12 @@ async fn sub_node_search_with_a_query_keeps_matches() {
     }
     assert!(out.contains("toolVectorStore"), "{out}");
     assert!(
-        out.contains("<node_name>@n8n/n8n-nodes-langchain.vectorStore"),
+        out.contains("\n- @n8n/n8n-nodes-langchain.vectorStore"),
         "{out}"
     );
     assert!(
         out.contains(
-            "<connection_parameters>{\"mode\":\"retrieve-as-tool\"}</connection_parameters>"
+            "Outputs ai_tool only with connectionParameters {\"mode\":\"retrieve-as-tool\"}"
         ),
         "{out}"
     );
@@ -130,10 +130,10 @@ async fn sub_node_search_with_a_query_keeps_matches() {
         ]}))
         .expect("search");
     assert!(out.contains("n8n-nodes-base.gmailTool"), "{out}");
-    assert_eq!(out.matches("<node>").count(), 1, "{out}");
+    assert_eq!(out.matches("\n- ").count(), 1, "{out}");
     // Without a query every tool still qualifies.
     let out = search
         .run(&json!({"queries": [{"queryType": "subNodeSearch", "connectionType": "ai_tool"}]}))
         .expect("search");
-    assert_eq!(out.matches("<node>").count(), 5, "{out}");
+    assert_eq!(out.matches("\n- ").count(), 5, "{out}");
 }

@@ -107,7 +107,7 @@ async fn get_node_parameter_paths_and_errors() {
             json!({"url": "https://api.example.com",
                    "headerParameters": {"parameters": [{"name": "Content-Type", "value": "application/json"}]},
                    "options": {"a.b": true},
-                   "body": "x".repeat(30_001)}),
+                   "jsonBody": "x".repeat(30_001)}),
         )
         .await;
     let tool = GetNodeParameter::new(s.cat.clone());
@@ -156,7 +156,7 @@ async fn get_node_parameter_paths_and_errors() {
         ("a[", codes::INVALID_PATH),
         ("a[x]", codes::INVALID_PATH),
         ("a]", codes::INVALID_PATH),
-        ("body", codes::PARAMETER_TOO_LARGE),
+        ("jsonBody", codes::PARAMETER_TOO_LARGE),
     ] {
         let e = s.err(&tool, get(path)).await;
         assert_eq!(e.code, code, "{path}: {e}");
@@ -165,7 +165,7 @@ async fn get_node_parameter_paths_and_errors() {
         .err(&tool, get("headerParameters.parameters[3].value"))
         .await;
     assert!(e.message.contains("an array of 1 item(s)"), "{e}");
-    let e = s.err(&tool, get("body")).await;
+    let e = s.err(&tool, get("jsonBody")).await;
     assert!(
         e.message
             .contains("exceeds maximum length of 30000 characters"),

@@ -22,17 +22,16 @@ async fn search_nodes_name_and_sub_node_queries() {
     assert!(t.starts_with("Found "), "{t}");
     assert!(t.contains("nodes matching \"http\":"), "{t}");
     assert!(
-        t.contains("<node_name>n8n-nodes-base.httpRequest</node_name>"),
+        t.contains("\n- n8n-nodes-base.httpRequest (HTTP Request, version 4.2): "),
         "{t}"
     );
-    assert!(t.contains("<node_inputs>[\"main\"]</node_inputs>"), "{t}");
-    assert!(t.contains("<node_version>4.2</node_version>"), "{t}");
+    assert!(t.contains("Inputs [\"main\"], outputs [\"main\"]."), "{t}");
     assert!(
         t.contains("sub-nodes with output type ai_languageModel"),
         "{t}"
     );
-    assert!(t.contains(&format!("<node_name>{LC}.lmChatOpenAi</node_name>")));
-    assert!(t.contains("<node_outputs>[\"ai_languageModel\"]</node_outputs>"));
+    assert!(t.contains(&format!("\n- {LC}.lmChatOpenAi (")), "{t}");
+    assert!(t.contains("outputs [\"ai_languageModel\"]."), "{t}");
     assert!(t.contains("No nodes found matching \"zzzznothing\""), "{t}");
     // Limit 5 per query.
     let out = s
@@ -42,7 +41,7 @@ async fn search_nodes_name_and_sub_node_queries() {
         )
         .await
         .expect("search");
-    assert!(text(&out).matches("<node>").count() <= 5);
+    assert!(text(&out).matches("\n- ").count() <= 5);
 }
 
 #[tokio::test]
@@ -114,14 +113,8 @@ async fn search_nodes_real_catalogue() {
         .await
         .expect("search"),
     );
-    assert!(
-        t.contains("<node_name>n8n-nodes-base.gmail</node_name>"),
-        "{t}"
-    );
-    assert!(
-        t.contains(&format!("<node_name>{LC}.toolCalculator</node_name>")),
-        "{t}"
-    );
+    assert!(t.contains("\n- n8n-nodes-base.gmail (Gmail, "), "{t}");
+    assert!(t.contains(&format!("\n- {LC}.toolCalculator (")), "{t}");
 }
 
 #[tokio::test]
@@ -187,4 +180,31 @@ async fn get_node_details_real_caps_output() {
         );
         assert!(t.len() < 25_000, "{name}: {} chars", t.len());
     }
+}
+
+#[tokio::test]
+async fn a_tool_variant_listed_beside_its_main_node_is_folded_into_its_line() {
+    let s = Session::new(builtin());
+    let tool = SearchNodes::new(s.cat.clone());
+    let t = text(
+        &s.call(
+            &tool,
+            json!({"queries": [{"queryType": "name", "query": "gmail"}]}),
+        )
+        .await
+        .expect("search"),
+    );
+    // The built-in catalogue generates `gmailTool` for the usable-as-tool Gmail node.
+    assert!(s.cat.get("n8n-nodes-base.gmailTool", None).is_some());
+    assert!(!t.contains("\n- n8n-nodes-base.gmailTool"), "{t}");
+    assert!(
+        t.contains("Its AI Agent tool variant: n8n-nodes-base.gmailTool."),
+        "{t}"
+    );
+    // The heading counts the lines shown.
+    let shown = t.matches("\n- ").count();
+    assert!(
+        t.starts_with(&format!("Found {shown} nodes matching \"gmail\":")),
+        "{t}"
+    );
 }
