@@ -7,7 +7,7 @@
 //!
 //! ```text
 //! Found 2 nodes matching "http":
-//! - n8n-nodes-base.httpRequest (HTTP Request, version 4.2): Makes an HTTP request and returns the response data. Inputs ["main"], outputs ["main"]. Its AI Agent tool variant: n8n-nodes-base.httpRequestTool.
+//! - n8n-nodes-base.httpRequest (HTTP Request, version 4.2): Makes an HTTP request and returns the response data. Inputs ["main"], outputs ["main"].
 //! ```
 //!
 //! One line per node, not n8n's XML block of seven tags: the same facts in less than half the
@@ -122,7 +122,6 @@ impl SearchNodes {
                         hits.len()
                     )
                 };
-                let hits: Vec<Hit> = hits.into_iter().map(Hit::from).collect();
                 Ok(self.render(head, &hits, Some(kind)))
             }
             other => Err(ToolError::new(
@@ -135,15 +134,15 @@ impl SearchNodes {
     /// The hits of a name query and their heading: the query as written; else its words
     /// apart (`ai_agent`, `aiAgent` → `ai agent`: small models write identifiers); else the
     /// closest types by name and description ([`suggest_types`]), headed as suggestions.
-    fn name_hits(&self, query: &str) -> (Vec<Hit>, String) {
-        let hits = fold_tool_variants(self.catalogue.search(query, SEARCH_LIMIT));
+    fn name_hits(&self, query: &str) -> (Vec<SearchHit>, String) {
+        let hits = without_tool_variants(self.catalogue.search(query, SEARCH_LIMIT));
         if !hits.is_empty() {
             let head = format!("Found {} nodes matching \"{query}\":", hits.len());
             return (hits, head);
         }
         let spaced = words(query).join(" ");
         if !spaced.is_empty() && spaced != query.trim().to_lowercase() {
-            let hits = fold_tool_variants(self.catalogue.search(&spaced, SEARCH_LIMIT));
+            let hits = without_tool_variants(self.catalogue.search(&spaced, SEARCH_LIMIT));
             if !hits.is_empty() {
                 let head = format!(
                     "Found {} nodes matching \"{spaced}\" (the words of \"{query}\"):",
@@ -165,7 +164,7 @@ impl SearchNodes {
                 score: 0,
             })
             .collect();
-        let close = fold_tool_variants(close);
+        let close = without_tool_variants(close);
         let head = if close.is_empty() {
             let core: Vec<String> = CORE_NODES
                 .iter()
@@ -196,7 +195,7 @@ impl SearchNodes {
     /// Renders the hits, one line each: type, label, version, description, ports. For a
     /// sub-node search (`kind`), a node that outputs `kind` only for some parameter value is
     /// shown with the ports for that value and the connection parameters to give add_nodes.
-    fn render(&self, head: String, hits: &[Hit], kind: Option<&str>) -> String {
+    fn render(&self, head: String, hits: &[SearchHit], kind: Option<&str>) -> String {
         let mut out = head;
         for h in hits {
             let params =
@@ -227,51 +226,22 @@ impl SearchNodes {
                     Value::Object(p.clone())
                 );
             }
-            if let Some(tool) = &h.tool_variant {
-                let _ = write!(out, " Its AI Agent tool variant: {tool}.");
-            }
         }
         out
     }
 }
 
-/// A search hit as rendered: the hit, and the `…Tool` variant folded into its line.
-struct Hit {
-    hit: SearchHit,
-    tool_variant: Option<String>,
-}
-
-impl From<SearchHit> for Hit {
-    fn from(hit: SearchHit) -> Self {
-        Hit {
-            hit,
-            tool_variant: None,
-        }
-    }
-}
-
-impl std::ops::Deref for Hit {
-    type Target = SearchHit;
-    fn deref(&self) -> &SearchHit {
-        &self.hit
-    }
-}
-
-/// The hits of a name search with each `…Tool` variant whose main node is also a hit folded
-/// into that node's line: a small model took the Gmail Tool, listed beside Gmail, to read mail
-/// in the main flow.
-fn fold_tool_variants(hits: Vec<SearchHit>) -> Vec<Hit> {
+/// The hits of a name search without the `…Tool` variants whose main node is also a hit: a
+/// small model took the Gmail Tool, listed beside Gmail, to read mail in the main flow, and
+/// when the variant was named on its main node's line it took that name instead. Tool variants
+/// are found by a sub-node search for `ai_tool`.
+fn without_tool_variants(hits: Vec<SearchHit>) -> Vec<SearchHit> {
     let types: Vec<String> = hits.iter().map(|h| h.node_type.clone()).collect();
-    let is_folded = |t: &str| {
-        t.strip_suffix("Tool")
-            .is_some_and(|base| types.iter().any(|x| x == base))
-    };
     hits.into_iter()
-        .filter(|h| !is_folded(&h.node_type))
-        .map(|hit| {
-            let tool = format!("{}Tool", hit.node_type);
-            let tool_variant = types.contains(&tool).then_some(tool);
-            Hit { hit, tool_variant }
+        .filter(|h| {
+            !h.node_type
+                .strip_suffix("Tool")
+                .is_some_and(|base| types.iter().any(|t| t == base))
         })
         .collect()
 }

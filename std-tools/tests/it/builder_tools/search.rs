@@ -183,7 +183,7 @@ async fn get_node_details_real_caps_output() {
 }
 
 #[tokio::test]
-async fn a_tool_variant_listed_beside_its_main_node_is_folded_into_its_line() {
+async fn a_tool_variant_is_left_out_of_a_name_search_that_finds_its_main_node() {
     let s = Session::new(builtin());
     let tool = SearchNodes::new(s.cat.clone());
     let t = text(
@@ -196,15 +196,22 @@ async fn a_tool_variant_listed_beside_its_main_node_is_folded_into_its_line() {
     );
     // The built-in catalogue generates `gmailTool` for the usable-as-tool Gmail node.
     assert!(s.cat.get("n8n-nodes-base.gmailTool", None).is_some());
-    assert!(!t.contains("\n- n8n-nodes-base.gmailTool"), "{t}");
-    assert!(
-        t.contains("Its AI Agent tool variant: n8n-nodes-base.gmailTool."),
-        "{t}"
-    );
+    assert!(t.contains("\n- n8n-nodes-base.gmail ("), "{t}");
+    assert!(!t.contains("gmailTool"), "{t}");
     // The heading counts the lines shown.
     let shown = t.matches("\n- ").count();
     assert!(
         t.starts_with(&format!("Found {shown} nodes matching \"gmail\":")),
         "{t}"
     );
+    // A sub-node search for tools still finds it.
+    let t = text(
+        &s.call(
+            &tool,
+            json!({"queries": [{"queryType": "subNodeSearch", "connectionType": "ai_tool", "query": "gmail"}]}),
+        )
+        .await
+        .expect("search"),
+    );
+    assert!(t.contains("\n- n8n-nodes-base.gmailTool ("), "{t}");
 }
