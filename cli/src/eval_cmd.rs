@@ -55,13 +55,13 @@ enum EvalCmd {
 #[derive(clap::Args)]
 struct RunArgs {
     /// A shipped prompt set: quick (default), scenarios, n8n-default, n8n-basic,
-    /// n8n-synthetic, control-flow.
+    /// n8n-synthetic, control-flow, instance (for --graph instance-ai).
     #[arg(long, conflicts_with = "cases")]
     set: Option<String>,
     /// A cases file (JSON Lines, the format of eval/prompts/*.jsonl).
     #[arg(long)]
     cases: Option<PathBuf>,
-    /// `single`, `multi` or a graph file; repeat to run several.
+    /// `single`, `multi`, `instance-ai` or a graph file; repeat to run several.
     #[arg(long = "graph", default_value = "single")]
     graphs: Vec<String>,
     /// Cases running at once.
@@ -182,7 +182,9 @@ fn list(args: &RunArgs) -> u8 {
     match load_cases(args) {
         Ok((cases, _)) => {
             for c in cases {
-                let offline = if c.offline.is_some() {
+                let offline = if c.instance.is_some() {
+                    " [instance]"
+                } else if c.offline.is_some() {
                     " [offline]"
                 } else {
                     ""
@@ -224,7 +226,7 @@ async fn run(ctx: &Ctx, args: RunArgs) -> u8 {
     let registry = builder.registry();
     let mut graphs = Vec::new();
     for arg in &args.graphs {
-        let path = match agentgraph_n8n::builder_graph(arg) {
+        let path = match graph_file(arg) {
             Ok(p) => p,
             Err(e) => return fail(e, exit::USAGE),
         };
@@ -304,10 +306,54 @@ async fn run(ctx: &Ctx, args: RunArgs) -> u8 {
     )
 }
 
+/// The graph file `--graph` names: `single`, `multi`, `instance-ai` (Instance AI's
+/// orchestrator) or a path.
+fn graph_file(arg: &str) -> Result<PathBuf, String> {
+    if arg == crate::chat::INSTANCE_NAME {
+        let path = PathBuf::from("graphs").join(crate::chat::INSTANCE_FILE);
+        return if path.exists() {
+            Ok(path)
+        } else {
+            Err(format!(
+                "{} not found: run eval from the repository root, or pass --graph PATH",
+                path.display()
+            ))
+        };
+    }
+    agentgraph_n8n::builder_graph(arg)
+}
+
 /// One line per finished case, on stderr.
 fn progress_line(row: &Row) -> String {
     let s = &row.scores.workflow;
     let tick = |b: bool| if b { "✓" } else { "✗" };
+    if let Some(checks) = &row.scores.instance {
+        let failed: Vec<&str> = checks
+            .items
+            .iter()
+            .filter(|i| !i.pass)
+            .map(|i| i.item.as_str())
+            .collect();
+        let mut line = format!(
+            "{} ({}): {}, checks {}/{}{}, {} question(s) answered, {}, {} requests, {} tokens, {} tool calls",
+            row.case,
+            row.graph,
+            row.status.as_str(),
+            checks.passed,
+            checks.total,
+            if failed.is_empty() { String::new() } else { format!(" (missed: {})", failed.join("; ")) },
+            checks.answered.len(),
+            seconds(row.wall_ms),
+            row.model_requests,
+            row.tokens(),
+            row.tool_calls
+        );
+        for e in row.error.iter().chain(&checks.error) {
+            let short: String = e.chars().take(200).collect();
+            line.push_str(&format!("\n    {short}"));
+        }
+        return line;
+    }
     let mut line = format!(
         "{} ({}): {}, {} nodes, structure {}, configuration {}, checklist {}/{}",
         row.case,

@@ -40,6 +40,10 @@ pub struct Case {
     /// For a workflow that runs without credentials: an input and the output expected.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offline: Option<Offline>,
+    /// For an agent that acts on an n8n instance: its setup, answers and checks
+    /// ([`crate::instance`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<crate::instance::InstanceCase>,
 }
 
 /// The node types and connections a workflow must have.
@@ -173,7 +177,7 @@ struct Include {
 }
 
 /// The prompt sets shipped with the crate: name, contents.
-const SETS: [(&str, &str); 6] = [
+const SETS: [(&str, &str); 7] = [
     ("quick", include_str!("../prompts/quick.jsonl")),
     ("scenarios", include_str!("../prompts/scenarios.jsonl")),
     ("n8n-default", include_str!("../prompts/n8n-default.jsonl")),
@@ -186,6 +190,7 @@ const SETS: [(&str, &str); 6] = [
         "control-flow",
         include_str!("../prompts/control-flow.jsonl"),
     ),
+    ("instance", include_str!("../prompts/instance.jsonl")),
 ];
 
 /// The set `agentgraph eval` runs when none is named.

@@ -3,7 +3,7 @@
 //! `ai_*` connections dashed). No script, no external asset.
 
 use crate::row::Row;
-use crate::summary::{percent, seconds, summarize, Metric};
+use crate::summary::{percent, seconds, shown_metrics, summarize};
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -47,14 +47,16 @@ pub fn page(title: &str, rows: &[Row]) -> String {
 }
 
 fn summary_table(rows: &[Row]) -> String {
+    let summaries = summarize(rows);
+    let shown = shown_metrics(&summaries);
     let mut out = String::from("<table><tr><th>graph</th><th>cases</th>");
-    for m in Metric::ALL {
+    for m in shown.iter().copied() {
         let _ = write!(out, "<th>{}</th>", m.name());
     }
     out.push_str("<th>median time</th><th>requests/case</th><th>tokens/case</th></tr>\n");
-    for s in summarize(rows) {
+    for s in summaries {
         let _ = write!(out, "<tr><td>{}</td><td>{}</td>", escape(&s.graph), s.cases);
-        for m in Metric::ALL {
+        for m in shown.iter().copied() {
             let _ = write!(out, "<td>{}</td>", percent(s.rate(m)));
         }
         let _ = writeln!(
@@ -92,6 +94,10 @@ fn case_section(row: &Row) -> String {
     if let Some(e) = &row.error {
         let _ = write!(out, "<br>error: <code>{}</code>", escape(e));
     }
+    if let Some(checks) = &row.scores.instance {
+        out.push_str("</p>\n");
+        return out + &instance_section(row, checks);
+    }
     let _ = write!(
         out,
         "</p>\n<p>{} non-empty ({} nodes) · {} structure · {} configuration",
@@ -127,6 +133,29 @@ fn case_section(row: &Row) -> String {
         out.push_str("</ul>\n");
     }
     out.push_str(&svg(&row.workflow));
+    out.push_str("</section>\n");
+    out
+}
+
+/// An instance case's answer, the questions answered and its checks.
+fn instance_section(row: &Row, checks: &crate::instance::InstanceScore) -> String {
+    let mut out = String::new();
+    if !checks.answered.is_empty() {
+        let _ = writeln!(
+            out,
+            "<p>answered: {}</p>",
+            escape(&checks.answered.join(", "))
+        );
+    }
+    if let Some(e) = &checks.error {
+        let _ = writeln!(out, "<p>n8n: <code>{}</code></p>", escape(e));
+    }
+    out.push_str("<ul>");
+    for item in &checks.items {
+        let _ = write!(out, "<li>{} {}</li>", mark(item.pass), escape(&item.item));
+    }
+    out.push_str("</ul>\n");
+    let _ = writeln!(out, "<pre>{}</pre>", escape(&row.answer));
     out.push_str("</section>\n");
     out
 }

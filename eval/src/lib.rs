@@ -25,6 +25,7 @@
 pub mod cases;
 pub mod compare;
 pub mod html;
+pub mod instance;
 pub mod meter;
 pub mod n8n_check;
 pub mod row;

@@ -42,6 +42,8 @@ pub struct Meter {
     pub tool_calls: u64,
     /// Failed tool calls per error code.
     pub tool_errors: BTreeMap<String, u64>,
+    /// Successful tool calls per tool name.
+    pub tools_ok: BTreeMap<String, u64>,
     tool_ids: HashSet<String>,
     /// `(parent namespace, node)` of every subgraph seen running.
     subgraphs: HashSet<(Vec<String>, String)>,
@@ -116,6 +118,8 @@ impl Meter {
                 .tool_errors
                 .entry(error_code(&m["content"]))
                 .or_insert(0) += 1;
+        } else if let Some(name) = m["name"].as_str() {
+            *self.tools_ok.entry(name.to_string()).or_insert(0) += 1;
         }
     }
 

@@ -1,5 +1,6 @@
 //! One result row per case and graph: what `--out` writes as JSON Lines and `compare` reads.
 
+use crate::instance::InstanceScore;
 use crate::meter::Request;
 use crate::n8n_check::N8nScore;
 use crate::run::{CaseRun, Status};
@@ -19,6 +20,9 @@ pub struct Scores {
     /// What n8n made of it (`None`: no n8n configured).
     #[serde(default)]
     pub n8n: Option<N8nScore>,
+    /// An instance case's checks: answer, tools, the instance after the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<InstanceScore>,
 }
 
 /// The result of one case on one graph.
@@ -59,7 +63,7 @@ pub struct Row {
     /// Phases of the multi-agent builder that ended in error (`coordination_log`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub phase_errors: Vec<String>,
-    /// The builder's last answer (at most 2,000 characters).
+    /// The graph's last answer (at most 2,000 characters).
     #[serde(default)]
     pub answer: String,
     /// The workflow at the end (or at the last checkpoint before a cancel).
@@ -135,7 +139,8 @@ fn phase_errors(values: &Value) -> Vec<String> {
         .collect()
 }
 
-fn answer(values: &Value) -> String {
+/// The last AI message's text (at most 2,000 characters).
+pub fn answer(values: &Value) -> String {
     let last_ai = values["messages"]
         .as_array()
         .into_iter()

@@ -6,8 +6,8 @@ use crate::meter::Meter;
 use crate::EvalError;
 use agentgraph_dsl::{Project, Registry};
 use agentgraph_runtime::{
-    CancellationToken, CompiledGraph, EventKind, Input, MemoryCheckpointer, Mode, Modes, RunConfig,
-    RunError, RunStatus,
+    CancellationToken, CompiledGraph, EventKind, Input, MemoryCheckpointer, Mode, Modes, Resume,
+    RunConfig, RunError, RunOutput, RunStatus, RunStream,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -118,12 +118,31 @@ pub struct CaseRun {
     pub meter: Meter,
     /// The thread's state at its last checkpoint (`null` if none was written).
     pub values: Value,
+    /// The kinds of the questions answered on the way (instance cases).
+    pub answered: Vec<String>,
+}
+
+impl CaseRun {
+    /// A case that did not run (its setup failed): an error, nothing measured.
+    pub fn not_run(why: String) -> Self {
+        CaseRun {
+            status: Status::Error,
+            error: Some(why),
+            error_code: None,
+            wall: Duration::ZERO,
+            meter: Meter::default(),
+            values: Value::Null,
+            answered: Vec::new(),
+        }
+    }
 }
 
 /// Called with each tool progress line (`title` of a custom event) while a case runs.
 pub type Progress<'a> = &'a (dyn Fn(&str) + Send + Sync);
 
-/// Runs `case` on a fresh thread of `graph`.
+/// Runs `case` on a fresh thread of `graph`. An instance case's questions (confirmations,
+/// plan reviews, web hosts, `ask_user`) are answered as the case says and the run goes on,
+/// within the same time and token budgets; a builder case stops at its first interrupt.
 pub async fn run_case(
     graph: &BuilderGraph,
     case: &Case,
@@ -132,62 +151,46 @@ pub async fn run_case(
 ) -> CaseRun {
     let thread = format!("eval-{}", uuid::Uuid::new_v4().simple());
     let cancel = CancellationToken::new();
-    let config = RunConfig::thread(thread.clone())
-        .modes(Modes::of(&[Mode::Updates, Mode::Custom]))
-        .cancel_with(cancel.clone());
-    let input = Input::values(json!({"messages": [{"type": "human", "content": case.prompt}]}));
     let started = Instant::now();
-    let mut deadline = tokio::time::Instant::now() + limits.case_timeout;
-    let mut stream = graph.graph.stream(input, config);
-    let mut meter = Meter::default();
-    let mut stopped: Option<(Status, String)> = None;
-    let mut ended = false;
-    loop {
-        match tokio::time::timeout_at(deadline, stream.next()).await {
-            Ok(Some(ev)) => {
-                meter.observe(&ev);
-                if let (Some(show), EventKind::Custom(data)) = (progress, &ev.kind) {
-                    if let Some(title) = data["title"].as_str() {
-                        show(title);
-                    }
-                }
-                let over = limits.max_tokens.filter(|max| meter.tokens() > *max);
-                if let (None, Some(max)) = (&stopped, over) {
-                    let why = format!(
-                        "cancelled: {} tokens used, over the budget of {max}",
-                        meter.tokens()
-                    );
-                    stopped = Some((Status::OverBudget, why));
-                    cancel.cancel();
-                    deadline = tokio::time::Instant::now() + limits.grace;
-                }
-            }
-            Ok(None) => {
-                ended = true;
-                break;
-            }
-            Err(_) if stopped.is_none() => {
-                let why = format!(
-                    "cancelled after {} s (the case's time budget)",
-                    limits.case_timeout.as_secs()
-                );
-                stopped = Some((Status::Timeout, why));
-                cancel.cancel();
-                deadline = tokio::time::Instant::now() + limits.grace;
-            }
-            // The cancelled run did not stop within the grace period: read what it saved.
-            Err(_) => break,
+    let mut run = Segment {
+        deadline: tokio::time::Instant::now() + limits.case_timeout,
+        meter: Meter::default(),
+        stopped: None,
+        limits,
+        cancel: cancel.clone(),
+    };
+    let mut input = Input::values(json!({"messages": [{"type": "human", "content": case.prompt}]}));
+    let mut answered = Vec::new();
+    let outcome = loop {
+        let config = RunConfig::thread(thread.clone())
+            .modes(Modes::of(&[Mode::Updates, Mode::Custom]))
+            .cancel_with(cancel.clone());
+        let outcome = run.drive(graph.graph.stream(input, config), progress).await;
+        let (Some(instance), Some(Ok(out))) = (&case.instance, &outcome) else {
+            break outcome;
+        };
+        let RunStatus::Interrupted { interrupts, .. } = &out.status else {
+            break outcome;
+        };
+        if run.stopped.is_some() || interrupts.is_empty() || answered.len() >= MAX_ANSWERS {
+            break outcome;
         }
-    }
-    let outcome = if ended {
-        tokio::time::timeout(limits.grace, stream.finish())
-            .await
-            .ok()
-    } else {
-        None
+        answered.extend(
+            interrupts
+                .iter()
+                .map(|i| i.value["kind"].as_str().unwrap_or("question").to_string()),
+        );
+        input = Input::Resume(match interrupts.as_slice() {
+            [one] => Resume::Value(instance.answer_to(one)),
+            many => Resume::ById(
+                many.iter()
+                    .map(|i| (i.id.clone(), instance.answer_to(i)))
+                    .collect(),
+            ),
+        });
     };
     let wall = started.elapsed();
-    let (status, error, error_code) = match (stopped, outcome) {
+    let (status, error, error_code) = match (run.stopped, outcome) {
         (Some((status, why)), _) => (status, Some(why), None),
         (None, Some(Ok(out))) => match out.status {
             RunStatus::Done => (Status::Done, None, None),
@@ -211,8 +214,73 @@ pub async fn run_case(
         error,
         error_code,
         wall,
-        meter,
+        meter: run.meter,
         values,
+        answered,
+    }
+}
+
+/// Questions an instance case answers before its run is left interrupted.
+const MAX_ANSWERS: usize = 12;
+
+/// The budgets and counters one case's runs (the first and each resume) share.
+struct Segment<'a> {
+    deadline: tokio::time::Instant,
+    meter: Meter,
+    /// Why the case was cancelled, once it was.
+    stopped: Option<(Status, String)>,
+    limits: &'a Limits,
+    cancel: CancellationToken,
+}
+
+impl Segment<'_> {
+    /// Reads `stream` to its end (or to the budgets' cancel and grace period) and returns its
+    /// outcome (`None` when it did not report one in time).
+    async fn drive(
+        &mut self,
+        mut stream: RunStream,
+        progress: Option<Progress<'_>>,
+    ) -> Option<Result<RunOutput, RunError>> {
+        let limits = self.limits;
+        loop {
+            match tokio::time::timeout_at(self.deadline, stream.next()).await {
+                Ok(Some(ev)) => {
+                    self.meter.observe(&ev);
+                    if let (Some(show), EventKind::Custom(data)) = (progress, &ev.kind) {
+                        if let Some(title) = data["title"].as_str() {
+                            show(title);
+                        }
+                    }
+                    let over = limits.max_tokens.filter(|max| self.meter.tokens() > *max);
+                    if let (None, Some(max)) = (&self.stopped, over) {
+                        let why = format!(
+                            "cancelled: {} tokens used, over the budget of {max}",
+                            self.meter.tokens()
+                        );
+                        self.stop(Status::OverBudget, why);
+                    }
+                }
+                Ok(None) => break,
+                Err(_) if self.stopped.is_none() => {
+                    let why = format!(
+                        "cancelled after {} s (the case's time budget)",
+                        limits.case_timeout.as_secs()
+                    );
+                    self.stop(Status::Timeout, why);
+                }
+                // The cancelled run did not stop within the grace period: read what it saved.
+                Err(_) => return None,
+            }
+        }
+        tokio::time::timeout(limits.grace, stream.finish())
+            .await
+            .ok()
+    }
+
+    fn stop(&mut self, status: Status, why: String) {
+        self.stopped = Some((status, why));
+        self.cancel.cancel();
+        self.deadline = tokio::time::Instant::now() + self.limits.grace;
     }
 }
 

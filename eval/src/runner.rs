@@ -1,9 +1,10 @@
 //! Running a set of cases on one or more graphs, a few at a time, and scoring each.
 
 use crate::cases::Case;
+use crate::instance::{self, InstanceCase, InstanceScore};
 use crate::n8n_check::check_in_n8n;
-use crate::row::{workflow_of, Row, Scores};
-use crate::run::{run_case, BuilderGraph, Limits};
+use crate::row::{answer, workflow_of, Row, Scores};
+use crate::run::{run_case, BuilderGraph, CaseRun, Limits};
 use crate::score::score_workflow;
 use agentgraph_n8n::client::N8nClient;
 use agentgraph_std_tools::catalogue::Catalogue;
@@ -70,15 +71,60 @@ pub async fn run_and_score(
         move |title: &str| v(&id, &label, title)
     });
     let progress = show.as_ref().map(|f| f as &(dyn Fn(&str) + Send + Sync));
+    if let Some(instance) = &case.instance {
+        return run_instance_case(case, instance, graph, catalogue, opts, progress).await;
+    }
     let run = run_case(graph, case, &opts.limits, progress).await;
     let workflow = workflow_of(&run.values);
     let mut scores = Scores {
         workflow: score_workflow(&workflow, &case.checklist, catalogue),
         n8n: None,
+        instance: None,
     };
     if let Some(client) = &opts.n8n {
         scores.n8n = Some(check_in_n8n(client, &workflow, case.offline.as_ref()).await);
     }
+    Row::new(&case.id, &opts.set, &graph.label, &opts.model, &run, scores)
+}
+
+/// An instance case: its workflows set up in n8n, the run with its questions answered, the
+/// answer and the instance checked, the case's workflows removed again. Without n8n, or when
+/// the setup fails, the row says so and nothing runs.
+async fn run_instance_case(
+    case: &Case,
+    instance: &InstanceCase,
+    graph: &BuilderGraph,
+    catalogue: &Catalogue,
+    opts: &EvalOptions,
+    progress: Option<crate::run::Progress<'_>>,
+) -> Row {
+    let not_run = |why: String| {
+        let run = CaseRun::not_run(why.clone());
+        let scores = Scores {
+            workflow: score_workflow(&workflow_of(&run.values), &case.checklist, catalogue),
+            n8n: None,
+            instance: Some(InstanceScore::failed_setup(instance, why)),
+        };
+        Row::new(&case.id, &opts.set, &graph.label, &opts.model, &run, scores)
+    };
+    let Some(client) = &opts.n8n else {
+        return not_run("an instance case needs n8n: set N8N_API_URL and N8N_API_KEY".into());
+    };
+    if let Err(why) = instance::set_up(client, instance).await {
+        return not_run(why);
+    }
+    let run = run_case(graph, case, &opts.limits, progress).await;
+    let said = answer(&run.values);
+    let mut checked =
+        instance::score(client, instance, &said, &run.meter, run.answered.clone()).await;
+    if let Err(why) = instance::clear(client, instance).await {
+        checked.error.get_or_insert(why);
+    }
+    let scores = Scores {
+        workflow: score_workflow(&workflow_of(&run.values), &case.checklist, catalogue),
+        n8n: None,
+        instance: Some(checked),
+    };
     Row::new(&case.id, &opts.set, &graph.label, &opts.model, &run, scores)
 }
 

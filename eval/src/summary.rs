@@ -25,11 +25,15 @@ pub enum Metric {
     N8nAccepts,
     /// n8n executed it with the expected output.
     Executes,
+    /// An instance case's checks met over checks (answer, tools, the instance after).
+    Checks,
+    /// Every check of an instance case is met.
+    ChecksPass,
 }
 
 impl Metric {
     /// Every metric, in table order.
-    pub const ALL: [Metric; 8] = [
+    pub const ALL: [Metric; 10] = [
         Metric::Done,
         Metric::NonEmpty,
         Metric::StructureValid,
@@ -38,6 +42,8 @@ impl Metric {
         Metric::ChecklistPass,
         Metric::N8nAccepts,
         Metric::Executes,
+        Metric::Checks,
+        Metric::ChecksPass,
     ];
 
     /// The name used on the command line and in JSON.
@@ -51,6 +57,8 @@ impl Metric {
             Metric::ChecklistPass => "checklist_pass",
             Metric::N8nAccepts => "n8n_accepts",
             Metric::Executes => "executes",
+            Metric::Checks => "checks",
+            Metric::ChecksPass => "checks_pass",
         }
     }
 
@@ -66,12 +74,17 @@ impl Metric {
     }
 
     /// The case's value (`None` when the metric does not apply to it: no checklist, no n8n,
-    /// not an offline case).
+    /// not an offline case; the workflow's metrics for an instance case, the instance's for a
+    /// builder case).
     pub fn value(self, row: &Row) -> Option<f64> {
         let flag = |b: bool| if b { 1.0 } else { 0.0 };
         let s = &row.scores;
+        let instance = s.instance.as_ref();
         match self {
             Metric::Done => Some(flag(row.status == Status::Done)),
+            Metric::Checks => instance.and_then(|i| i.score),
+            Metric::ChecksPass => instance.filter(|i| i.total > 0).map(|i| flag(i.all_pass())),
+            _ if instance.is_some() => None,
             Metric::NonEmpty => Some(flag(s.workflow.non_empty)),
             Metric::StructureValid => Some(flag(s.workflow.structure.valid)),
             Metric::ConfigurationValid => Some(flag(s.workflow.configuration.valid)),
@@ -98,6 +111,8 @@ pub struct GraphSummary {
     pub graph: String,
     /// Cases run.
     pub cases: usize,
+    /// Of them, instance cases (checked by answer and instance, not by workflow).
+    pub instance_cases: usize,
     /// The rate of each metric, in [`Metric::ALL`] order.
     pub rates: Vec<(Metric, Option<f64>)>,
     /// The median wall time, in milliseconds.
@@ -141,6 +156,7 @@ pub fn summarize(rows: &[Row]) -> Vec<GraphSummary> {
             let mut times: Vec<u64> = mine.iter().map(|r| r.wall_ms).collect();
             GraphSummary {
                 cases: mine.len(),
+                instance_cases: mine.iter().filter(|r| r.scores.instance.is_some()).count(),
                 rates: Metric::ALL
                     .into_iter()
                     .map(|m| (m, m.rate(mine.iter().copied())))
@@ -174,16 +190,55 @@ pub fn seconds(ms: u64) -> String {
     format!("{:.1} s", ms as f64 / 1000.0)
 }
 
-/// The summary as a markdown table.
+/// The header of each metric's column.
+fn header(m: Metric) -> &'static str {
+    match m {
+        Metric::Done => "done",
+        Metric::NonEmpty => "non-empty",
+        Metric::StructureValid => "structure valid",
+        Metric::ConfigurationValid => "configuration valid",
+        Metric::Checklist => "checklist",
+        Metric::ChecklistPass => "checklist pass",
+        Metric::N8nAccepts => "n8n accepts",
+        Metric::Executes => "executes",
+        Metric::Checks => "checks",
+        Metric::ChecksPass => "checks pass",
+    }
+}
+
+impl Metric {
+    /// Whether the metric is about an instance case (else about a workflow; `done` is both).
+    pub fn is_instance(self) -> bool {
+        matches!(self, Metric::Checks | Metric::ChecksPass)
+    }
+}
+
+/// The metrics a table of `summaries` shows: `done`, the workflow's when some case is a
+/// builder case, the instance's when some case is an instance case.
+pub fn shown_metrics(summaries: &[GraphSummary]) -> Vec<Metric> {
+    let builder = summaries.iter().any(|s| s.cases > s.instance_cases);
+    let instance = summaries.iter().any(|s| s.instance_cases > 0);
+    Metric::ALL
+        .into_iter()
+        .filter(|m| *m == Metric::Done || if m.is_instance() { instance } else { builder })
+        .collect()
+}
+
+/// The summary as a markdown table: a column per metric [`shown_metrics`] gives, then time,
+/// requests, tokens and tool calls.
 pub fn markdown(summaries: &[GraphSummary]) -> String {
-    let mut out = String::from(
-        "| graph | cases | done | non-empty | structure valid | configuration valid | checklist | checklist pass | n8n accepts | executes | median time | requests/case | tokens/case | tool calls/case |\n\
-         | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n",
-    );
+    let shown = shown_metrics(summaries);
+    let mut out = String::from("| graph | cases |");
+    for m in &shown {
+        let _ = write!(out, " {} |", header(*m));
+    }
+    out.push_str(" median time | requests/case | tokens/case | tool calls/case |\n| --- | ---: |");
+    out.push_str(&" ---: |".repeat(shown.len() + 4));
+    out.push('\n');
     for s in summaries {
         let _ = write!(out, "| {} | {} |", s.graph, s.cases);
-        for m in Metric::ALL {
-            let _ = write!(out, " {} |", percent(s.rate(m)));
+        for m in &shown {
+            let _ = write!(out, " {} |", percent(s.rate(*m)));
         }
         let _ = writeln!(
             out,

@@ -23,6 +23,8 @@ mod deploy;
 mod diff;
 mod input;
 mod instance;
+/// How `--graph` names Instance AI, and its file under `graphs/`.
+pub(crate) use instance::{FILE as INSTANCE_FILE, NAME as INSTANCE_NAME};
 mod markdown;
 mod progress;
 mod session;

@@ -139,3 +139,100 @@ fn unknown_sets_cases_and_metrics_are_usage_errors() {
     assert_eq!(list.code, 0);
     assert!(list.stdout.contains("quick") && list.stdout.contains("control-flow"));
 }
+
+/// An instance case through the binary against the real n8n: its workflow is created, the
+/// scripted orchestrator lists it and asks the user a question, the eval answers with the
+/// case's reply and the run goes on; the checks read the answer, the tools and the instance;
+/// the workflow is gone afterwards.
+#[test]
+fn an_instance_case_is_set_up_in_n8n_its_question_answered_and_checked() {
+    let Some(n8n) = agentgraph_test_support::require_n8n() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let name = "eval harness probe";
+    let hello = serde_json::json!({"name": name, "settings": {}, "nodes": [
+        {"name": "Start", "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1,
+         "position": [0, 0], "parameters": {}}], "connections": {}});
+    let case = serde_json::json!({"id": "probe", "prompt": "Find my probe workflow.",
+        "source": "cli/tests/it/eval.rs",
+        "instance": {"setup": [hello], "reply": "the green one",
+                     "answer": ["green one", ["not said", "eval harness probe"]],
+                     "tools": ["list_workflows", "delete_workflow"],
+                     "active": {(name): false}}});
+    let cases = dir.path().join("cases.jsonl");
+    std::fs::write(&cases, format!("{case}\n")).unwrap();
+    let scripts = dir.path().join("scripts");
+    std::fs::create_dir_all(&scripts).unwrap();
+    let script = serde_json::json!({"responses": [
+        {"node": "agent", "tool_calls": [{"name": "load_tool", "args": {"names": ["list_workflows"]}}]},
+        {"node": "agent", "tool_calls": [{"name": "list_workflows", "args": {"name": name}}]},
+        {"node": "agent", "tool_calls": [{"name": "ask_user", "args": {"question": "Which colour?"}}]},
+        {"node": "agent", "text": "You said: {{last_tool}}"}
+    ]});
+    std::fs::write(scripts.join("demo.json"), script.to_string()).unwrap();
+    let rows = dir.path().join("rows.jsonl");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agentgraph"));
+    cmd.current_dir(root())
+        .arg("--db")
+        .arg(dir.path().join("db"));
+    for v in PROVIDER_VARS {
+        cmd.env_remove(v);
+    }
+    let o = cmd
+        .env("AGENTGRAPH_PROVIDER", "scripted")
+        .env("AGENTGRAPH_SCRIPT_DIR", &scripts)
+        .env("N8N_API_URL", &n8n.url)
+        .env("N8N_API_KEY", &n8n.api_key)
+        .args(["eval", "--graph", "instance-ai", "--cases"])
+        .arg(&cases)
+        .arg("--out")
+        .arg(&rows)
+        .output()
+        .expect("the agentgraph binary runs");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert_eq!(o.status.code(), Some(0), "{stdout}\n{stderr}");
+    let row: Value = serde_json::from_str(std::fs::read_to_string(&rows).unwrap().trim()).unwrap();
+    assert_eq!(row["status"], "done", "{row}");
+    let checks = &row["scores"]["instance"];
+    assert_eq!(checks["answered"], serde_json::json!(["question"]), "{row}");
+    let items: Vec<(String, bool)> = checks["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| (i["item"].as_str().unwrap().to_string(), i["pass"] == true))
+        .collect();
+    let want = |s: &str, pass: bool| (s.to_string(), pass);
+    assert_eq!(
+        items,
+        [
+            want("answer green one", true),
+            // The answer quotes the user's reply, not the workflow's name.
+            want("answer not said|eval harness probe", false),
+            want("tool list_workflows", true),
+            // Never called.
+            want("tool delete_workflow", false),
+            // The setup workflow exists, inactive, when the run ends.
+            want("inactive eval harness probe", true),
+        ],
+        "{row}"
+    );
+    assert_eq!(
+        (checks["passed"].as_u64(), checks["total"].as_u64()),
+        (Some(3), Some(5))
+    );
+    assert!(stdout.contains("| checks | checks pass |"), "{stdout}");
+    assert!(stdout.contains("| 60% | 0% |"), "{stdout}");
+    // The case's workflow was removed afterwards.
+    let left: Value = reqwest::blocking::Client::new()
+        .get(format!("{}/api/v1/workflows", n8n.url))
+        .query(&[("name", name)])
+        .header("X-N8N-API-KEY", &n8n.api_key)
+        .send()
+        .and_then(|r| r.json())
+        .expect("n8n lists workflows");
+    assert_eq!(left["data"].as_array().map(Vec::len), Some(0), "{left}");
+}

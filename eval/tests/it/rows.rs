@@ -31,6 +31,7 @@ fn run() -> CaseRun {
         error_code: None,
         wall: Duration::from_millis(1534),
         meter,
+        answered: Vec::new(),
         values: json!({
             "workflow": {"name": "W", "nodes": [{"name": "A", "type": "t"}], "connections": {}},
             "messages": [
