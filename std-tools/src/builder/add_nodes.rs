@@ -299,8 +299,27 @@ pub fn plan_node(
     } else {
         Placement::Main
     };
-    let position = position_for(catalogue, wf, placement);
     let requested = requested.map(str::trim).filter(|s| !s.is_empty());
+    // The same name and type again is the same call again (a small model repeated its
+    // add_nodes three times, and each copy became "Name1", "Name2", none connected).
+    if let Some(same) = requested.and_then(|r| {
+        wf.nodes
+            .iter()
+            .find(|n| n.node_type == desc.name && n.name.trim().eq_ignore_ascii_case(r))
+    }) {
+        return Err(ToolError::new(
+            codes::NODE_EXISTS,
+            format!(
+                "\"{}\" ({}) is already in the workflow with ID {}: it was not added again. \
+                 Use it: connect it with connect_nodes or set it up with \
+                 update_node_parameters. For a second node of this type, give it another name.",
+                same.name,
+                desc.display_name,
+                same.id.as_deref().unwrap_or(&same.name)
+            ),
+        ));
+    }
+    let position = position_for(catalogue, wf, placement);
     let base = requested
         .map(str::to_string)
         .or_else(|| {

@@ -34,6 +34,8 @@ pub mod codes {
     pub const MISSING_REASONING: &str = "MISSING_REASONING";
     /// `add_trigger` on a workflow that already has an enabled trigger.
     pub const TRIGGER_EXISTS: &str = "TRIGGER_EXISTS";
+    /// `add_nodes` of a node whose name and type a node of the workflow already has.
+    pub const NODE_EXISTS: &str = "NODE_EXISTS";
     /// The node type allows no more nodes of it in one workflow (`maxNodes`).
     pub const MAX_NODES_REACHED: &str = "MAX_NODES_REACHED";
     /// A node's inputs/outputs could not be resolved for its parameters.

@@ -10,6 +10,7 @@ mod operations;
 mod recorded_batch;
 mod recorded_gmail_tool;
 mod recorded_names;
+mod recorded_repeated_add;
 mod trim;
 mod unknown_parameters;
 mod update_parameters;

@@ -223,3 +223,30 @@ async fn unknown_types_get_the_real_types_they_meant() {
         assert!(!e.message.contains(wrong), "{e}");
     }
 }
+
+/// A node of the same name and type added in a later step is the same call again: refused,
+/// naming the node that is there. Another type may take the name (and gets a unique one).
+#[tokio::test]
+async fn adding_a_node_that_is_already_there_names_it_instead() {
+    let mut s = Session::new(builtin());
+    let tool = AddNodes::new(s.cat.clone());
+    let args = json!({"nodeType": "n8n-nodes-base.set", "name": "Prepare",
+                      "connectionParametersReasoning": "r", "connectionParameters": {}});
+    let first = s.call(&tool, args.clone()).await.expect("first");
+    s.apply(&first);
+    let id = s.wf.nodes[0].id.clone().expect("an id");
+    let e = s.call(&tool, args).await.expect_err("the same node again");
+    assert_eq!(e.code, codes::NODE_EXISTS);
+    assert!(e.message.contains(&id), "{}", e.message);
+    // Case and spaces do not make it another node.
+    let again = json!({"nodeType": "n8n-nodes-base.set", "name": " prepare ",
+                       "connectionParametersReasoning": "r", "connectionParameters": {}});
+    let e = s.call(&tool, again).await.expect_err("the same node again");
+    assert_eq!(e.code, codes::NODE_EXISTS);
+    let other = json!({"nodeType": "n8n-nodes-base.code", "name": "Prepare",
+                       "connectionParametersReasoning": "r", "connectionParameters": {}});
+    let out = s.call(&tool, other).await.expect("another type");
+    s.apply(&out);
+    let names: Vec<&str> = s.wf.node_names().collect();
+    assert_eq!(names, vec!["Prepare", "Prepare1"]);
+}
