@@ -145,7 +145,11 @@ impl Comparison {
         out.push_str("| graph | metric | A | B | change |\n| --- | --- | ---: | ---: | --- |\n");
         // A metric that applies to no case of either file (the instance checks of builder
         // runs, the workflow's of instance runs) is left out.
-        for m in self.metrics.iter().filter(|m| m.a.is_some() || m.b.is_some()) {
+        for m in self
+            .metrics
+            .iter()
+            .filter(|m| m.a.is_some() || m.b.is_some())
+        {
             let change = match (m.a, m.b) {
                 (Some(a), Some(b)) if (b - a).abs() > EPSILON => {
                     let mark = if m.regressed { " **regression**" } else { "" };

@@ -89,10 +89,7 @@ impl Tool for RunWorkflowTool {
         })?;
         let (wf, name) = match args.get("workflowId").and_then(Value::as_str) {
             Some(id) => {
-                let wf = client
-                    .get_workflow(id)
-                    .await
-                    .map_err(crate::instance::tool_error)?;
+                let wf = crate::instance::workflow_by_key(&client, id).await?;
                 let name = wf["name"].as_str().unwrap_or_default().to_string();
                 (wf, name)
             }

@@ -19,6 +19,11 @@ pub const DEFAULT_MAX_STEPS: usize = 8;
 pub const AGENT_NODE: &str = "subagent";
 /// The sub-agent's tool node.
 pub const TOOLS_NODE: &str = "subagent_tools";
+/// The channel holding how many times in a row the same call failed the same way.
+const REPEATS: &str = "repeats";
+/// A call failing the same way this many times in a row ends the sub-agent (a small local
+/// model sent one failing `run_workflow` sixteen times, until its step limit).
+pub const STOP_AFTER_REPEATS: i64 = 3;
 
 /// The protocol every sub-agent's system prompt ends with.
 pub(super) const PROTOCOL: &str =
@@ -93,7 +98,10 @@ impl SubAgent {
                     .map(|n| Arc::new(Refused(n)) as Arc<dyn Tool>),
             ),
         )
-        .model(model.clone());
+        .model(model.clone())
+        // The second identical failure is answered REPEATED_CALL instead of run again.
+        .repeat_limit(Some(2))
+        .repeats_channel(REPEATS);
         // The offered tools win over a refusal of the same name (never given: the pool check).
         for t in &self.tools {
             executor.tools.insert(t.name().to_string(), t.clone());
@@ -114,6 +122,7 @@ impl SubAgent {
             )
             // Its own verify loop (report_verdict), when it is given that tool.
             .channel(ChannelSpec::new(super::VERIFY_LOOP, ValueType::Json).default_value(json!({})))
+            .channel(ChannelSpec::new(REPEATS, ValueType::Int).default_value(json!(0)))
             .node(AGENT_NODE, Arc::new(llm))
             .node(TOOLS_NODE, Arc::new(executor))
             .edge(START, AGENT_NODE)
@@ -124,7 +133,13 @@ impl SubAgent {
                     END
                 }
             })
-            .edge(TOOLS_NODE, AGENT_NODE)
+            .route(TOOLS_NODE, |s| {
+                if s.i64(REPEATS) >= STOP_AFTER_REPEATS {
+                    END
+                } else {
+                    AGENT_NODE
+                }
+            })
             .compile()
             .map_err(|e| ToolError::new("SUBAGENT_INVALID", format!("the sub-agent graph: {e}")))
     }
@@ -138,7 +153,13 @@ impl SubAgent {
             .map_in(move |_| {
                 Ok(json!({"messages": [{"type": "human", "id": "task", "content": task}]}))
             })
-            .map_out(|state| Ok(vec![("answer".to_string(), json!(final_answer(state)))]));
+            .map_out(|state| {
+                let stuck = state[REPEATS].as_i64().unwrap_or(0) >= STOP_AFTER_REPEATS;
+                Ok(vec![
+                    ("answer".to_string(), json!(final_answer(state))),
+                    ("stuck".to_string(), json!(stuck.then(|| last_error(state)))),
+                ])
+            });
         let update = match sub.run(ctx.task().scoped(key)).await {
             Ok(u) => u,
             Err(e @ (NodeError::Interrupted(_) | NodeError::Cancelled)) => return Err(e.into()),
@@ -159,11 +180,45 @@ impl SubAgent {
                 ));
             }
         };
-        Ok(update
-            .writes
-            .into_iter()
-            .find(|(k, _)| k == "answer")
-            .and_then(|(_, v)| v.as_str().map(str::to_owned))
-            .unwrap_or_default())
+        let written = |key: &str| {
+            update
+                .writes
+                .iter()
+                .find(|(k, _)| k == key)
+                .and_then(|(_, v)| v.as_str().map(str::to_owned))
+        };
+        if let Some(error) = written("stuck") {
+            return Err(ToolError::new(
+                "SUBAGENT_STUCK",
+                format!(
+                    "the sub-agent ({}) stopped: it sent the same call {STOP_AFTER_REPEATS} \
+                     times and it failed the same way each time ({error}). Do that step \
+                     yourself, or delegate it again with the tools and facts it lacked",
+                    self.role
+                ),
+            ));
+        }
+        Ok(written("answer").unwrap_or_default())
     }
+}
+
+/// The newest failed tool message of `state`: `name: code: message`.
+fn last_error(state: &Value) -> String {
+    state["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .rev()
+        .find(|m| m["type"] == "tool" && m["status"] == "error")
+        .map(|m| {
+            let e = &m["content"]["error"];
+            let e = e.get("repeated").unwrap_or(e);
+            format!(
+                "{}: {}: {}",
+                m["name"].as_str().unwrap_or("a tool"),
+                e["code"].as_str().unwrap_or("ERROR"),
+                e["message"].as_str().unwrap_or("")
+            )
+        })
+        .unwrap_or_default()
 }

@@ -694,3 +694,34 @@ async fn the_verify_loop_stops_when_the_same_failure_repeats() {
         "failed_terminal"
     );
 }
+
+/// A sub-agent sending the same failing call again and again is stopped at the third time and
+/// the orchestrator told why (a small local model sent one failing run_workflow sixteen
+/// times, until the sub-agent's step limit).
+#[tokio::test]
+async fn a_sub_agent_repeating_a_failing_call_is_stopped_and_the_orchestrator_told() {
+    let mut kit = Kit::new();
+    let weather = kit.tool("weather", Mode::Plain);
+    let again = json!({"node": "subagent", "tool_calls": [{"name": "rain_radar", "args": {"city": "Paris"}}]});
+    let model = Recorder::new(json!({"responses": [
+        {"node": "agent", "tool_calls": [delegate_call(json!(["weather"]))]},
+        // A fourth would be the sub-agent's next answer; the orchestrator answers instead.
+        again.clone(), again.clone(), again,
+        {"node": "agent", "text": "The sub-agent got stuck."}
+    ]}));
+    let graph = orchestrator(model.clone(), vec![weather], None);
+    let out = graph
+        .invoke(ask("weather?"), RunConfig::thread("t"))
+        .await
+        .expect("run");
+    assert!(matches!(out.status, RunStatus::Done), "{:?}", out.status);
+    // Three attempts, then no fourth model call.
+    assert_eq!(model.requests("subagent").len(), 3);
+    let msgs = tool_messages(&out.values);
+    assert_eq!(msgs.len(), 1, "{msgs:#?}");
+    let error = &msgs[0]["content"]["error"];
+    assert_eq!(error["code"], "SUBAGENT_STUCK", "{msgs:#?}");
+    let text = error["message"].as_str().unwrap_or_default();
+    assert!(text.contains("rain_radar"), "{text}");
+    assert_eq!(kit.calls("weather"), 0);
+}

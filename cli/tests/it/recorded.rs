@@ -471,7 +471,9 @@ async fn a_phase_cut_by_its_timeout_keeps_what_its_tools_did() {
     assert_eq!(calls_of(&requests, BUILDER_RULES).len(), 2);
 
     // The run's result and the thread's stored state agree, and hold the connections the
-    // builder made (ids 1 → 2 → 3 of the input) and the Gmail node it added.
+    // builder made (ids 1 → 2 → 3 of the input). The Gmail node it added was named "Send
+    // Email", like the Gmail node of the input: refused as already there (NODE_EXISTS), so
+    // the workflow keeps one.
     assert_eq!(stored["values"]["workflow"], state["workflow"]);
     let connections = &state["workflow"]["connections"];
     assert_eq!(
@@ -488,7 +490,7 @@ async fn a_phase_cut_by_its_timeout_keeps_what_its_tools_did() {
         .iter()
         .filter(|n| n["type"] == "n8n-nodes-base.gmail")
         .count();
-    assert_eq!(gmail, 2);
+    assert_eq!(gmail, 1);
     // The timeout is recorded as the builder's error, for the responder.
     assert_eq!(stored["values"]["error"]["node"], "builder");
     assert_eq!(stored["values"]["error"]["code"], "TIMEOUT");
@@ -583,7 +585,13 @@ async fn a_phase_repeating_a_failing_call_is_told_once_then_stopped() {
         summary.starts_with("stopped: the same tool call failed three times"),
         "{summary}"
     );
-    assert!(summary.contains("vectorStore"), "{summary}");
+    // The repeated answer's two failing calls: the Gmail "Send Email" that is already there,
+    // and the invented `n8n-nodes-base.vectorStore`.
+    assert!(
+        summary.contains("add_nodes")
+            && (summary.contains("vectorStore") || summary.contains("\"Send Email\"")),
+        "{summary}"
+    );
     // What the builder did before is kept: the two connections.
     let connections = &state["workflow"]["connections"];
     assert_eq!(
@@ -947,4 +955,49 @@ async fn a_build_that_repeats_a_search_is_moved_on_to_the_next_step() {
     let stored = stored_state(&shipped("single-agent.ag"), db.path());
     let nodes = stored["values"]["workflow"]["nodes"].as_array().unwrap();
     assert_eq!(nodes.len(), 2, "{nodes:#?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_orchestrator_stops_a_failing_call_the_model_keeps_sending() {
+    // Recorded in an eval run of Instance AI's orchestrator before the guard: the same
+    // send_to_task to a task that does not exist, answered "no background task" each time;
+    // the run sent it 21 times until the case's time ran out.
+    let case = "instance-ai-repeat";
+    let plan = vec![
+        answer(case, 1),
+        answer(case, 2),
+        answer(case, 3),
+        Step::Refuse,
+    ];
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let request =
+        "List my workflows, run the one called eval hello with name=world and tell me what it returned.";
+    let (out, _db) = turn_with(
+        root().join("graphs/instance-ai/orchestrator.ag"),
+        request,
+        server.uri(),
+        &[("AGENTGRAPH_PARALLEL_TOOL_CALLS", "false")],
+    )
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The second failure got a note (the third request holds it); the third ended the turn.
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 3, "{stdout}");
+    let third = requests[2]["messages"].to_string();
+    assert!(third.contains("failed exactly as before"), "{third}");
+    let said = final_state(&out)["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default();
+    assert!(
+        said.contains("I stopped because the same step kept failing"),
+        "{said}"
+    );
+    assert!(said.contains("send_to_task"), "{said}");
 }

@@ -2,7 +2,7 @@
 //! which are missing, and whether the instance knows each type. Never any secret: n8n 1.123's
 //! public API cannot list credentials, so "assigned" means the node names one.
 
-use super::{arg, client, tool_error, CatalogueFn};
+use super::{arg, client, workflow_by_key, CatalogueFn};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -39,7 +39,7 @@ impl Tool for WorkflowCredentialsTool {
     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let id = arg(&args, "workflowId")?;
         let client = client()?;
-        let w = client.get_workflow(id).await.map_err(tool_error)?;
+        let w = workflow_by_key(&client, id).await?;
         // The first call may read a large catalogue from disk: off the async workers.
         let load = self.catalogue.clone();
         let catalogue = tokio::task::spawn_blocking(move || load())

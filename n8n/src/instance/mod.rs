@@ -20,7 +20,7 @@ pub use executions::{GetExecutionTool, ListExecutionsTool};
 pub use fetch::FetchUrlTool;
 pub use workflows::{Change, ChangeWorkflowTool, GetWorkflowTool, ListWorkflowsTool};
 
-use crate::client::{ClientError, N8nClient};
+use crate::client::{ClientError, N8nClient, WorkflowQuery};
 use agentgraph_agents::tools::{Tool, ToolError};
 use agentgraph_std_tools::catalogue::Catalogue;
 use serde_json::Value;
@@ -82,6 +82,50 @@ pub(crate) fn tool_error(e: ClientError) -> ToolError {
         }
         _ => ToolError::new("N8N_UNAVAILABLE", e.to_string()),
     }
+}
+
+/// The workflow `key` names: the one with that id, or else (a model wrote the name where the id
+/// goes, as a small local model did with `eval_hello` for "eval hello") the only workflow
+/// whose name it is, case, `_`, `-` and spaces aside. Several of that name are an error that
+/// lists their ids; none is the id's `NOT_FOUND`.
+pub(crate) async fn workflow_by_key(client: &N8nClient, key: &str) -> Result<Value, ToolError> {
+    let not_found = match client.get_workflow(key).await {
+        Ok(w) => return Ok(w),
+        Err(e @ ClientError::NotFound { .. }) => e,
+        Err(e) => return Err(tool_error(e)),
+    };
+    let all = client
+        .list_workflows(&WorkflowQuery::default())
+        .await
+        .map_err(tool_error)?;
+    let wanted = loose(key);
+    let hits: Vec<&str> = all
+        .iter()
+        .filter(|w| w["name"].as_str().is_some_and(|n| loose(n) == wanted))
+        .filter_map(|w| w["id"].as_str())
+        .collect();
+    match hits.as_slice() {
+        [id] => client.get_workflow(id).await.map_err(tool_error),
+        [] => Err(tool_error(not_found)),
+        ids => Err(ToolError::new(
+            "AMBIGUOUS_WORKFLOW",
+            format!(
+                "`{key}` is not a workflow id, and {} workflows have that name (ids {}): use \
+                 one of their ids",
+                ids.len(),
+                ids.join(", ")
+            ),
+        )),
+    }
+}
+
+/// A name compared loosely: lower case, `_` and `-` as spaces, runs of spaces as one.
+fn loose(s: &str) -> String {
+    s.to_lowercase()
+        .replace(['_', '-'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// A required string argument.

@@ -1,7 +1,7 @@
 //! `list_workflows`, `get_workflow`, and the destructive `activate_workflow`,
 //! `deactivate_workflow`, `delete_workflow` (each confirmed by the user first).
 
-use super::{arg, client, cut, tool_error};
+use super::{arg, client, cut, tool_error, workflow_by_key};
 use crate::client::WorkflowQuery;
 use agentgraph_agents::orchestration::{confirm, Confirmation};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
@@ -117,7 +117,7 @@ impl Tool for GetWorkflowTool {
     }
     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let id = arg(&args, "workflowId")?;
-        let w = client()?.get_workflow(id).await.map_err(tool_error)?;
+        let w = workflow_by_key(&client()?, id).await?;
         Ok(out(trimmed_workflow(&w)))
     }
 }
@@ -161,9 +161,12 @@ impl Tool for ChangeWorkflowTool {
                "required": ["workflowId"], "additionalProperties": false})
     }
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let id = arg(&args, "workflowId")?;
+        let key = arg(&args, "workflowId")?;
         let client = client()?;
-        let w = client.get_workflow(id).await.map_err(tool_error)?;
+        let w = workflow_by_key(&client, key).await?;
+        // The id n8n knows, also when the model gave the name.
+        let id = w["id"].as_str().unwrap_or(key).to_string();
+        let id = id.as_str();
         let name = w["name"].as_str().unwrap_or("").to_string();
         let active = w["active"].as_bool().unwrap_or(false);
         let (message, change) = match self.0 {

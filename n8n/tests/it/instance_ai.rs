@@ -160,6 +160,58 @@ async fn the_domain_tools_answer_in_short_and_say_what_to_fix() {
     }
 }
 
+/// A workflow named where its id goes is found by its name. In an eval run, a sub-agent given
+/// `run_workflow` but not `list_workflows` sent `{"workflowId": "eval_hello", "input": {"name":
+/// "world"}}` for the workflow "eval hello" sixteen times, each answered NOT_FOUND.
+#[tokio::test]
+async fn a_workflow_named_in_place_of_its_id_is_found_by_its_only_name() {
+    let Some(client) = instance() else {
+        return;
+    };
+    let tag = unique();
+    let name = format!("iai Loose Name {tag}");
+    let id = create(&client, &hello(&name)).await;
+    let ctx = detached();
+    // Lower case, `_` for spaces: how the model wrote "eval hello".
+    let key = format!("iai_loose_name_{}", tag.to_lowercase());
+    let wf = tool("get_workflow")
+        .call(json!({"workflowId": key}), &ctx)
+        .await
+        .expect("found by its name");
+    assert_eq!(wf.content["id"], json!(id), "{}", wf.content);
+    let creds = tool("workflow_credentials")
+        .call(json!({"workflowId": key}), &ctx)
+        .await
+        .expect("found by its name");
+    assert_eq!(creds.content["satisfied"], true, "{}", creds.content);
+
+    // Two workflows of that name: not a guess, their ids.
+    let twin = create(&client, &hello(&name)).await;
+    let e = tool("get_workflow")
+        .call(json!({"workflowId": key}), &ctx)
+        .await
+        .expect_err("two of that name");
+    assert_eq!(e.code, "AMBIGUOUS_WORKFLOW");
+    assert!(
+        e.message.contains(&id) && e.message.contains(&twin),
+        "{}",
+        e.message
+    );
+
+    // A key that is neither an id nor a name stays NOT_FOUND.
+    let e = tool("get_workflow")
+        .call(
+            json!({"workflowId": format!("no such workflow {tag}")}),
+            &ctx,
+        )
+        .await
+        .expect_err("nothing of that name");
+    assert_eq!(e.code, "NOT_FOUND");
+    for w in [&id, &twin] {
+        client.delete_workflow(w).await.expect("cleanup");
+    }
+}
+
 #[tokio::test]
 async fn executions_are_listed_by_workflow_and_summarised_per_node() {
     let Some(client) = instance() else {
