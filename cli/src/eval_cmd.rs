@@ -327,7 +327,8 @@ fn graph_file(arg: &str) -> Result<PathBuf, String> {
 fn progress_line(row: &Row) -> String {
     let s = &row.scores.workflow;
     let tick = |b: bool| if b { "✓" } else { "✗" };
-    if let Some(checks) = &row.scores.instance {
+    if let Some(instance) = &row.scores.instance {
+        let checks = &instance.checks;
         let failed: Vec<&str> = checks
             .items
             .iter()
@@ -342,13 +343,13 @@ fn progress_line(row: &Row) -> String {
             checks.passed,
             checks.total,
             if failed.is_empty() { String::new() } else { format!(" (missed: {})", failed.join("; ")) },
-            checks.answered.len(),
+            instance.answered.len(),
             seconds(row.wall_ms),
             row.model_requests,
             row.tokens(),
             row.tool_calls
         );
-        for e in row.error.iter().chain(&checks.error) {
+        for e in row.error.iter().chain(&instance.error) {
             let short: String = e.chars().take(200).collect();
             line.push_str(&format!("\n    {short}"));
         }

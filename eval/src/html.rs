@@ -151,7 +151,7 @@ fn instance_section(row: &Row, checks: &crate::instance::InstanceScore) -> Strin
         let _ = writeln!(out, "<p>n8n: <code>{}</code></p>", escape(e));
     }
     out.push_str("<ul>");
-    for item in &checks.items {
+    for item in &checks.checks.items {
         let _ = write!(out, "<li>{} {}</li>", mark(item.pass), escape(&item.item));
     }
     out.push_str("</ul>\n");

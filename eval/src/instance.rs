@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 
 use crate::cases::TypeSpec;
 use crate::meter::Meter;
+use crate::score::{ChecklistScore, Item};
 
 /// What an instance case sets up, answers and checks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -85,26 +86,12 @@ impl InstanceCase {
     }
 }
 
-/// One check of an instance case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Item {
-    /// What was checked (`answer Hello, world!`, `tool run_workflow`, `active hello`).
-    pub item: String,
-    /// Whether it held.
-    pub pass: bool,
-}
-
 /// The scores of an instance case.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct InstanceScore {
-    /// Items met over items (answer, tools, active); `None` without items.
-    pub score: Option<f64>,
-    /// Items met.
-    pub passed: usize,
-    /// Items.
-    pub total: usize,
-    /// Each item.
-    pub items: Vec<Item>,
+    /// The items (answer, tools, active) and how many are met.
+    #[serde(flatten)]
+    pub checks: ChecklistScore,
     /// The kinds of the questions answered during the run, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answered: Vec<String>,
@@ -116,17 +103,12 @@ pub struct InstanceScore {
 impl InstanceScore {
     /// Whether there are items and every one holds.
     pub fn all_pass(&self) -> bool {
-        self.total > 0 && self.passed == self.total
+        self.checks.total > 0 && self.checks.all_pass()
     }
 
     fn from_items(items: Vec<Item>) -> Self {
-        let passed = items.iter().filter(|i| i.pass).count();
-        let total = items.len();
         InstanceScore {
-            score: (total > 0).then(|| passed as f64 / total as f64),
-            passed,
-            total,
-            items,
+            checks: ChecklistScore::of(items),
             ..Default::default()
         }
     }
@@ -190,18 +172,22 @@ fn with_unique_ids(v: &Value) -> Value {
     }
 }
 
+/// The workflows named `name`.
+async fn named(client: &N8nClient, name: &str) -> Result<Vec<Value>, String> {
+    let query = WorkflowQuery {
+        name: Some(name.to_string()),
+        ..Default::default()
+    };
+    client
+        .list_workflows(&query)
+        .await
+        .map_err(|e| format!("cannot list the workflows named {name:?}: {e}"))
+}
+
 /// Deletes every workflow named like one of the case's.
 pub async fn clear(client: &N8nClient, case: &InstanceCase) -> Result<(), String> {
     for name in case.names() {
-        let query = WorkflowQuery {
-            name: Some(name.clone()),
-            ..Default::default()
-        };
-        let found = client
-            .list_workflows(&query)
-            .await
-            .map_err(|e| format!("cannot list the workflows named {name:?}: {e}"))?;
-        for wf in found {
+        for wf in named(client, &name).await? {
             if let Some(id) = wf["id"].as_str() {
                 client
                     .delete_workflow(id)
@@ -233,15 +219,7 @@ pub async fn active_flags(
 ) -> Result<BTreeMap<String, bool>, String> {
     let mut out = BTreeMap::new();
     for name in case.active.keys() {
-        let query = WorkflowQuery {
-            name: Some(name.clone()),
-            ..Default::default()
-        };
-        let found = client
-            .list_workflows(&query)
-            .await
-            .map_err(|e| format!("cannot list the workflows named {name:?}: {e}"))?;
-        if let Some(wf) = found.first() {
+        if let Some(wf) = named(client, name).await?.first() {
             out.insert(name.clone(), wf["active"].as_bool().unwrap_or(false));
         }
     }
@@ -329,7 +307,7 @@ mod tests {
             ]
         );
         let s = InstanceScore::from_items(got);
-        assert_eq!((s.passed, s.total), (4, 6));
+        assert_eq!((s.checks.passed, s.checks.total), (4, 6));
         assert!(!s.all_pass());
     }
 

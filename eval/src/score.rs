@@ -75,6 +75,18 @@ pub struct ChecklistScore {
 }
 
 impl ChecklistScore {
+    /// The score of these items.
+    pub fn of(items: Vec<Item>) -> Self {
+        let passed = items.iter().filter(|i| i.pass).count();
+        let total = items.len();
+        ChecklistScore {
+            score: (total > 0).then(|| passed as f64 / total as f64),
+            passed,
+            total,
+            items,
+        }
+    }
+
     /// Whether every item holds (an empty checklist holds).
     pub fn all_pass(&self) -> bool {
         self.passed == self.total
@@ -155,14 +167,7 @@ pub fn score_checklist(wf: &Workflow, checklist: &Checklist) -> ChecklistScore {
             pass: connected(wf, rule),
         });
     }
-    let passed = items.iter().filter(|i| i.pass).count();
-    let total = items.len();
-    ChecklistScore {
-        score: (total > 0).then(|| passed as f64 / total as f64),
-        passed,
-        total,
-        items,
-    }
+    ChecklistScore::of(items)
 }
 
 fn connection_label(rule: &ConnectionRule) -> String {

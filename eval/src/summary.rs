@@ -82,8 +82,10 @@ impl Metric {
         let instance = s.instance.as_ref();
         match self {
             Metric::Done => Some(flag(row.status == Status::Done)),
-            Metric::Checks => instance.and_then(|i| i.score),
-            Metric::ChecksPass => instance.filter(|i| i.total > 0).map(|i| flag(i.all_pass())),
+            Metric::Checks => instance.and_then(|i| i.checks.score),
+            Metric::ChecksPass => instance
+                .filter(|i| i.checks.total > 0)
+                .map(|i| flag(i.all_pass())),
             _ if instance.is_some() => None,
             Metric::NonEmpty => Some(flag(s.workflow.non_empty)),
             Metric::StructureValid => Some(flag(s.workflow.structure.valid)),

@@ -41,6 +41,17 @@ pub(crate) async fn replay_add_connect(sse: &str, system: &str, user: &str) -> R
     replay(sse, add_connect_tools(), system, user, json!(null)).await
 }
 
+/// The run's one tool message (there must be exactly one).
+pub(crate) fn only_tool_message(out: &RunOutput) -> Value {
+    let messages = out.values["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let results: Vec<&Value> = messages.iter().filter(|m| m["type"] == "tool").collect();
+    assert_eq!(results.len(), 1, "{messages:#?}");
+    results[0].clone()
+}
+
 /// Replays the recorded answer `sse` through `llm` → `tool_executor` → `apply_operations` with
 /// `tools`, on a thread whose workflow starts as `workflow` (`null`: none yet).
 pub(crate) async fn replay(

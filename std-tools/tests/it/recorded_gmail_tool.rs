@@ -6,7 +6,7 @@
 //! schedule trigger to the tool node. Each answer is replayed through `llm` → `tool_executor`
 //! → `apply_operations` with the real tool, on the workflow the run had at that point.
 
-use crate::recorded_batch::replay;
+use crate::recorded_batch::{only_tool_message, replay};
 use agentgraph_agents::tools::Tool;
 use agentgraph_runtime::RunOutput;
 use agentgraph_std_tools::builder::{AddNodes, ConnectNodes, SearchNodes};
@@ -38,13 +38,7 @@ fn workflow(with_tool: bool) -> Value {
 
 /// The content of the run's one tool message.
 fn tool_result(out: &RunOutput) -> String {
-    let messages = out.values["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let results: Vec<&Value> = messages.iter().filter(|m| m["type"] == "tool").collect();
-    assert_eq!(results.len(), 1, "{messages:#?}");
-    results[0]["content"].to_string()
+    only_tool_message(out)["content"].to_string()
 }
 
 const USER: &str = "Every Monday, summarize my unread Gmail with AI and email me the summary";

@@ -5,7 +5,7 @@
 //! run had at that point: the node is not added a second time and the model is told which
 //! node to use.
 
-use crate::recorded_batch::replay;
+use crate::recorded_batch::{only_tool_message, replay};
 use agentgraph_agents::tools::Tool;
 use agentgraph_std_tools::builder::AddNodes;
 use agentgraph_std_tools::catalogue::Catalogue;
