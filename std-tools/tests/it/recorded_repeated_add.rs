@@ -36,13 +36,7 @@ async fn an_add_that_repeats_an_existing_node_names_it_instead_of_copying_it() {
     let user = "Receive orders on a webhook, mark orders over 100 as high priority and the \
                 others as normal, and answer the caller with the order id and its priority";
     let out = replay("repeated_add.sse", tools, "", user, workflow()).await;
-    let messages = out.values["messages"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let results: Vec<&Value> = messages.iter().filter(|m| m["type"] == "tool").collect();
-    assert_eq!(results.len(), 1, "{messages:#?}");
-    let result = &results[0];
+    let result = only_tool_message(&out);
     // The recorded call asked for "Fetch order details" again; the run added "…details1".
     assert_eq!(result["status"], "error", "{result}");
     let text = result["content"].to_string();
