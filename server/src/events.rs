@@ -11,6 +11,8 @@
 //!
 //! ```text
 //! E thread 0 seq(u64 BE)   the envelope JSON
+//! E thread 0 first last    a pack: the events first..=last that are still kept, each as
+//!                          seq(u64 BE) len(u32 BE) JSON (see `pack`)
 //! n thread                 the next id (u64 BE)
 //! g thread                 the graph the thread last ran
 //! r thread                 the id of the run in flight (removed when it ends)
@@ -18,6 +20,11 @@
 //! V version-id             the version as JSON ([`GraphVersion`]), shared by every pinned thread
 //! o thread                 the namespace of the principal owning the thread (`auth::owners`)
 //! ```
+//!
+//! When a run ends, its events are rewritten as one pack in the same batch that deletes them
+//! one by one: an event costs the database (sled's per-key insert, in the log's background
+//! merge) once per run instead of once per event, and as the merge runs about once a second
+//! the individual keys of a run rarely reach sled at all (their deletes then cost a lookup).
 //!
 //! A folder written by an older server (trees `events`, `threads`, `graph_versions`) is moved
 //! into this layout when it is opened.
@@ -70,6 +77,36 @@ struct Ring {
     bytes: usize,
     /// The id the next event gets.
     next_seq: u64,
+    /// The newest id stored in a pack (0: none); events after it are stored one per key.
+    packed_upto: u64,
+    /// The packs on disk, oldest first, as (first, last) ids.
+    packs: VecDeque<(u64, u64)>,
+}
+
+impl Ring {
+    fn new() -> Self {
+        Ring {
+            events: VecDeque::new(),
+            bytes: 0,
+            next_seq: 1,
+            packed_upto: 0,
+            packs: VecDeque::new(),
+        }
+    }
+
+    /// Drops the oldest events past the bounds (the newest is always kept); returns their ids.
+    fn trim(&mut self, limits: EventLimits) -> Vec<u64> {
+        let mut removed = Vec::new();
+        while self.events.len() > 1
+            && (self.events.len() > limits.events.max(1) || self.bytes > limits.bytes)
+        {
+            if let Some(old) = self.events.pop_front() {
+                self.bytes -= old.json.len();
+                removed.push(old.seq);
+            }
+        }
+        removed
+    }
 }
 
 /// A thread's log plus the watch that wakes live readers.
@@ -134,6 +171,19 @@ impl Hubs {
     }
 }
 
+/// How long an appended event may wait for a flush of the log before its own flush starts: it
+/// rides on any flush that starts meanwhile (another thread's event, the server's metadata),
+/// so the log is synced at most about this often for events, not once per event.
+const EVENT_FLUSH_WITHIN: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Events appended on sled and waiting for the flush that lets readers see them.
+#[derive(Default)]
+struct Unpublished {
+    events: Vec<(Arc<Hub>, u64)>,
+    /// A publishing task is running (it takes whatever is here when its flush returns).
+    publishing: bool,
+}
+
 /// Every thread's event log.
 pub struct EventStore {
     /// The `server` tree (see the module docs); `None` in memory.
@@ -141,6 +191,7 @@ pub struct EventStore {
     limits: EventLimits,
     hubs: Mutex<Hubs>,
     graphs: Mutex<HashMap<String, String>>,
+    unpublished: Arc<Mutex<Unpublished>>,
 }
 
 fn event_prefix(thread: &str) -> Vec<u8> {
@@ -155,6 +206,107 @@ fn event_key(thread: &str, seq: u64) -> Vec<u8> {
     let mut k = event_prefix(thread);
     k.extend_from_slice(&seq.to_be_bytes());
     k
+}
+
+fn pack_key(thread: &str, first: u64, last: u64) -> Vec<u8> {
+    let mut k = event_key(thread, first);
+    k.extend_from_slice(&last.to_be_bytes());
+    k
+}
+
+/// Encodes events as a pack's value.
+fn pack_value<'a>(events: impl Iterator<Item = &'a StoredEvent>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for e in events {
+        out.extend_from_slice(&e.seq.to_be_bytes());
+        out.extend_from_slice(
+            &u32::try_from(e.json.len())
+                .unwrap_or(u32::MAX)
+                .to_be_bytes(),
+        );
+        out.extend_from_slice(e.json.as_bytes());
+    }
+    out
+}
+
+/// What one key under a thread's event prefix holds.
+enum Stored {
+    /// One event.
+    One(StoredEvent),
+    /// A pack covering ids `first..=last`, with the events it still holds.
+    Pack {
+        first: u64,
+        last: u64,
+        events: Vec<StoredEvent>,
+    },
+}
+
+fn be_u64(b: &[u8]) -> Option<u64> {
+    <[u8; 8]>::try_from(b).ok().map(u64::from_be_bytes)
+}
+
+/// Decodes an entry of a thread's event prefix (`tail` is the key after the prefix); `None`
+/// for bytes that are neither form (written by something else, or damaged).
+fn decode_stored(tail: &[u8], value: &[u8]) -> Option<Stored> {
+    match tail.len() {
+        8 => Some(Stored::One(StoredEvent {
+            seq: be_u64(tail)?,
+            json: Arc::from(String::from_utf8_lossy(value).as_ref()),
+        })),
+        16 => {
+            let (first, last) = (be_u64(&tail[..8])?, be_u64(&tail[8..])?);
+            let mut events = Vec::new();
+            let mut at = 0;
+            while at < value.len() {
+                let seq = be_u64(value.get(at..at + 8)?)?;
+                let len = u32::from_be_bytes(value.get(at + 8..at + 12)?.try_into().ok()?);
+                let json = value.get(at + 12..at + 12 + len as usize)?;
+                events.push(StoredEvent {
+                    seq,
+                    json: Arc::from(String::from_utf8_lossy(json).as_ref()),
+                });
+                at += 12 + len as usize;
+            }
+            Some(Stored::Pack {
+                first,
+                last,
+                events,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The stored events of `thread`, oldest first, and its packs.
+fn load_events(
+    t: &WalTree,
+    thread: &str,
+) -> Result<(Vec<StoredEvent>, Vec<(u64, u64)>), ServerError> {
+    let prefix = event_prefix(thread);
+    let mut events = Vec::new();
+    let mut packs = Vec::new();
+    for (k, v) in scan_prefix(t, &prefix, false)? {
+        match k
+            .get(prefix.len()..)
+            .and_then(|tail| decode_stored(tail, &v))
+        {
+            Some(Stored::One(e)) => events.push(e),
+            Some(Stored::Pack {
+                first,
+                last,
+                events: packed,
+            }) => {
+                packs.push((first, last));
+                events.extend(packed);
+            }
+            None => tracing::warn!(thread, "event log: skipping an entry that does not decode"),
+        }
+    }
+    // Keys sort by first id, and a pack holds only ids below the next key's: already in order,
+    // but a damaged store must not break the ring's order.
+    events.sort_by_key(|e| e.seq);
+    events.dedup_by_key(|e| e.seq);
+    Ok((events, packs))
 }
 
 fn version_key(id: &[u8]) -> Vec<u8> {
@@ -266,6 +418,7 @@ impl EventStore {
                 sweep_at: SWEEP_FROM,
             }),
             graphs: Mutex::new(HashMap::new()),
+            unpublished: Arc::default(),
         }
     }
 
@@ -276,7 +429,9 @@ impl EventStore {
     /// tasks publishing its last events (each holds it until its flush returns), so a folder
     /// found locked is tried again for up to two seconds before the error is reported.
     pub fn open(dir: &std::path::Path, limits: EventLimits) -> Result<Self, ServerError> {
-        let config = sled::Config::new().path(dir).mode(sled::Mode::LowSpace);
+        // A 64 MiB page cache, no compression unless the folder has it, no periodic flush: the
+        // log's merges flush what they move.
+        let config = agentgraph_runtime::checkpoint::sled_config(dir, 64 << 20, false);
         let db = agentgraph_runtime::checkpoint::open_sled(&config)
             .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
         let tree = WalTree::open(db.clone(), "server", dir, WalSettings::default())
@@ -294,26 +449,19 @@ impl EventStore {
         if let Some(h) = hubs.map.get(thread) {
             return Ok(h.clone());
         }
-        let mut ring = Ring {
-            events: VecDeque::new(),
-            bytes: 0,
-            next_seq: 1,
-        };
+        let mut ring = Ring::new();
         if let Some(t) = &self.trees {
-            let prefix = event_prefix(thread);
-            for (k, v) in scan_prefix(t, &prefix, false)? {
-                let Some(seq) = k
-                    .get(prefix.len()..)
-                    .and_then(|b| <[u8; 8]>::try_from(b).ok())
-                    .map(u64::from_be_bytes)
-                else {
-                    continue;
-                };
-                let json: Arc<str> = Arc::from(String::from_utf8_lossy(&v).as_ref());
-                ring.bytes += json.len();
-                ring.events.push_back(StoredEvent { seq, json });
-                ring.next_seq = ring.next_seq.max(seq + 1);
+            let (events, packs) = load_events(t, thread)?;
+            for e in events {
+                ring.bytes += e.json.len();
+                ring.next_seq = ring.next_seq.max(e.seq + 1);
+                ring.events.push_back(e);
             }
+            ring.packed_upto = packs.iter().map(|p| p.1).max().unwrap_or(0);
+            ring.packs = packs.into();
+            // A pack keeps events the bounds dropped since (they are deleted one by one, and
+            // a pack only as a whole): bound what is read back the same way.
+            ring.trim(self.limits);
             if let Some(v) = t.get(&meta_key(b'n', thread)).map_err(storage)? {
                 if let Ok(b) = <[u8; 8]>::try_from(v.as_ref()) {
                     ring.next_seq = ring.next_seq.max(u64::from_be_bytes(b));
@@ -341,6 +489,9 @@ impl EventStore {
     /// its bounds and wakes live readers once the event is durable (at once in memory). Returns
     /// the id.
     pub fn append(&self, thread: &str, mut envelope: Value) -> Result<u64, ServerError> {
+        // A run's own start and end are published as soon as they are durable (clients wait
+        // on them); the events in between may wait for a shared flush.
+        let urgent = envelope.get("mode").and_then(Value::as_str) == Some("run");
         let hub = self.hub(thread)?;
         let seq = {
             let mut ring = hub.lock();
@@ -349,21 +500,13 @@ impl EventStore {
                 o.insert("seq".into(), Value::from(seq));
             }
             let json: Arc<str> = Arc::from(envelope.to_string());
-            let mut removed = Vec::new();
             ring.bytes += json.len();
             ring.events.push_back(StoredEvent {
                 seq,
                 json: json.clone(),
             });
             ring.next_seq = seq + 1;
-            while ring.events.len() > 1
-                && (ring.events.len() > self.limits.events.max(1) || ring.bytes > self.limits.bytes)
-            {
-                if let Some(old) = ring.events.pop_front() {
-                    ring.bytes -= old.json.len();
-                    removed.push(old.seq);
-                }
-            }
+            let removed = ring.trim(self.limits);
             if let Some(t) = &self.trees {
                 let puts = vec![
                     (event_key(thread, seq), json.as_bytes().to_vec()),
@@ -380,7 +523,7 @@ impl EventStore {
         match &self.trees {
             None => hub.publish(seq),
             Some(t) => match tokio::runtime::Handle::try_current() {
-                Ok(rt) => {
+                Ok(rt) if urgent => {
                     let tree = t.clone();
                     rt.spawn(async move {
                         let flushed = tree.flush().await;
@@ -391,9 +534,11 @@ impl EventStore {
                             // worse than a replay that may miss it after a crash.
                             tracing::error!(error = %e, "flushing the event log failed");
                         }
+                        // The flush covers every event of the thread appended before this one.
                         hub.publish(seq);
                     });
                 }
+                Ok(rt) => self.publish_when_durable(&rt, t, hub, seq),
                 Err(_) => {
                     t.flush_blocking().map_err(storage)?;
                     hub.publish(seq);
@@ -401,6 +546,81 @@ impl EventStore {
             },
         }
         Ok(seq)
+    }
+
+    /// Lets readers see event `seq` of `hub` once a flush of the log covers it. One task per
+    /// store publishes: it takes the events waiting, waits for a flush (sharing one that starts
+    /// within [`EVENT_FLUSH_WITHIN`]), publishes them, and goes on while more wait; so a burst
+    /// of appends costs one flush and one task, not one each.
+    fn publish_when_durable(
+        &self,
+        rt: &tokio::runtime::Handle,
+        tree: &Arc<WalTree>,
+        hub: Arc<Hub>,
+        seq: u64,
+    ) {
+        {
+            let mut u = self.unpublished.lock().unwrap_or_else(|p| p.into_inner());
+            u.events.push((hub, seq));
+            if u.publishing {
+                return;
+            }
+            u.publishing = true;
+        }
+        /// Marks the publisher gone however its task ends (a runtime shutting down drops it
+        /// mid-flush), so the next append starts another, which takes what was left.
+        struct Publishing {
+            queue: Arc<Mutex<Unpublished>>,
+            /// Cleared when the task ends normally (it unsets the flag itself, under the lock
+            /// it found the queue empty with, so no append falls between).
+            armed: bool,
+        }
+        impl Publishing {
+            fn disarm(&mut self) {
+                self.armed = false;
+            }
+        }
+        impl Drop for Publishing {
+            fn drop(&mut self) {
+                if self.armed {
+                    self.queue
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .publishing = false;
+                }
+            }
+        }
+        let tree = tree.clone();
+        let mut publishing = Publishing {
+            queue: self.unpublished.clone(),
+            armed: true,
+        };
+        rt.spawn(async move {
+            let queue = publishing.queue.clone();
+            loop {
+                let batch = {
+                    let mut u = queue.lock().unwrap_or_else(|p| p.into_inner());
+                    if u.events.is_empty() {
+                        u.publishing = false;
+                        publishing.disarm();
+                        break;
+                    }
+                    std::mem::take(&mut u.events)
+                };
+                // Every event of the batch was applied to the log before it was queued, so a
+                // flush that starts after this call covers them all.
+                if let Err(e) = tree.flush_within(EVENT_FLUSH_WITHIN).await {
+                    // Readers still get the events: hiding the log for good would be worse
+                    // than a replay that may miss them after a crash.
+                    tracing::error!(error = %e, "flushing the event log failed");
+                }
+                for (hub, seq) in batch {
+                    hub.publish(seq);
+                }
+            }
+            // Not kept past the last flush: it holds the database open.
+            drop(tree);
+        });
     }
 
     /// The id the next event of `thread` gets.
@@ -491,13 +711,55 @@ impl EventStore {
     /// Records the run in flight on a thread (`None` once it has ended), so a restart after a
     /// kill knows which run to end even when the bounded log no longer holds its `started`
     /// event (see [`EventStore::close_unfinished_runs`]).
+    /// A run's end also packs the thread's events (see the module docs).
     pub fn set_running(&self, thread: &str, run_id: Option<&str>) -> Result<(), ServerError> {
         if let Some(t) = &self.trees {
             let key = meta_key(b'r', thread);
             match run_id {
                 Some(id) => put(t, key, id.as_bytes())?,
-                None => remove(t, key)?,
+                None => {
+                    remove(t, key)?;
+                    self.pack(t, thread)?;
+                }
             }
+        }
+        Ok(())
+    }
+
+    /// Rewrites the events of `thread` stored one per key as one pack, in one batch with
+    /// their deletes, and drops the packs whose events the bounds have all dropped.
+    fn pack(&self, t: &WalTree, thread: &str) -> Result<(), ServerError> {
+        let hub = self.hub(thread)?;
+        let mut ring = hub.lock();
+        let from = ring.packed_upto;
+        let loose: Vec<&StoredEvent> = ring.events.iter().filter(|e| e.seq > from).collect();
+        let oldest = ring.events.front().map_or(u64::MAX, |e| e.seq);
+        let gone: Vec<(u64, u64)> = ring
+            .packs
+            .iter()
+            .copied()
+            .filter(|&(_, last)| last < oldest)
+            .collect();
+        if loose.len() < 2 && gone.is_empty() {
+            return Ok(());
+        }
+        let mut puts = Vec::new();
+        let mut deletes: Vec<Vec<u8>> = gone
+            .iter()
+            .map(|&(first, last)| pack_key(thread, first, last))
+            .collect();
+        let mut packed = None;
+        if let (true, Some(first), Some(last)) = (loose.len() >= 2, loose.first(), loose.last()) {
+            let (first, last) = (first.seq, last.seq);
+            deletes.extend(loose.iter().map(|e| event_key(thread, e.seq)));
+            puts.push((pack_key(thread, first, last), pack_value(loose.into_iter())));
+            packed = Some((first, last));
+        }
+        t.apply(puts, deletes).map_err(storage)?;
+        ring.packs.retain(|&(_, last)| last >= oldest);
+        if let Some((first, last)) = packed {
+            ring.packs.push_back((first, last));
+            ring.packed_upto = last;
         }
         Ok(())
     }
@@ -549,12 +811,12 @@ impl EventStore {
         }
         let mut closed = Vec::new();
         for thread in threads {
-            let prefix = event_prefix(&thread);
             // Newest first: only the events after the newest `run` event are read.
             let running = t.get(&meta_key(b'r', &thread)).map_err(storage)?;
             let mut open = None;
-            for (_, v) in scan_prefix(t, &prefix, true)? {
-                let Ok(ev) = serde_json::from_slice::<serde_json::Value>(&v) else {
+            let (stored, _) = load_events(t, &thread)?;
+            for e in stored.iter().rev() {
+                let Ok(ev) = serde_json::from_str::<serde_json::Value>(&e.json) else {
                     open.get_or_insert(serde_json::Value::Null);
                     continue;
                 };

@@ -9,11 +9,16 @@
 //! adapts to the load and adds no latency when there is none: the number of flushes per second is
 //! bounded by the disk, not multiplied by the number of writers.
 //!
-//! The flush runs on tokio's blocking pool in a detached task, so a caller whose future is
-//! dropped (a cancelled run) never leaves the committer stuck with a flush marked in flight.
+//! On a multi-threaded runtime the caller that starts a flush runs it on its own thread
+//! (`block_in_place`: the worker's other tasks move to another thread meanwhile), so a lone run
+//! pays the sync and nothing else; elsewhere the flush runs on tokio's blocking pool in a
+//! detached task. Either way a caller whose future is dropped (a cancelled run) never leaves the
+//! committer stuck with a flush marked in flight: an inline flush cannot be interrupted, and a
+//! detached one ends on its own.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::runtime::RuntimeFlavor;
 use tokio::sync::Notify;
 
 /// The blocking flush a [`GroupCommit`] coordinates; its error is reported as text.
@@ -98,6 +103,57 @@ impl GroupCommit {
         }
     }
 
+    /// Like [`GroupCommit::flush`], but a flush need not start at once: the caller shares any
+    /// flush that starts within `delay` of its call (another writer's), and starts one itself
+    /// only when none has by then. For writes that may be made durable a little later, so
+    /// that they ride on the flushes other writers issue anyway instead of adding their own
+    /// (the server's event log: many small appends between two checkpoints).
+    pub async fn flush_within(&self, delay: std::time::Duration) -> Result<(), String> {
+        let deadline = tokio::time::Instant::now() + delay;
+        let target = {
+            let s = self.inner.lock();
+            s.started + 1
+        };
+        loop {
+            let ended = self.inner.ended.notified();
+            tokio::pin!(ended);
+            ended.as_mut().enable();
+            let waiting = {
+                let mut s = self.inner.lock();
+                if s.succeeded >= target {
+                    return Ok(());
+                }
+                if s.ended >= target {
+                    let msg = match &s.error {
+                        Some((n, msg)) if *n >= target => msg.clone(),
+                        _ => "the store could not be flushed".to_string(),
+                    };
+                    return Err(msg);
+                }
+                if s.in_flight {
+                    true
+                } else if tokio::time::Instant::now() >= deadline {
+                    s.in_flight = true;
+                    s.started += 1;
+                    let number = s.started;
+                    drop(s);
+                    self.start(number);
+                    true
+                } else {
+                    false
+                }
+            };
+            if waiting {
+                ended.await;
+            } else {
+                tokio::select! {
+                    () = &mut ended => {}
+                    () = tokio::time::sleep_until(deadline) => {}
+                }
+            }
+        }
+    }
+
     /// How many flushes were issued so far.
     pub fn flushes(&self) -> u64 {
         self.inner.issued.load(Ordering::Relaxed)
@@ -115,6 +171,25 @@ impl GroupCommit {
             inner.finish(number, result);
         };
         match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                // On the caller's thread: the worker's other tasks move to another thread
+                // while the flush blocks this one, and the caller goes on the moment the sync
+                // returns, without the hand-off to a blocking thread and back (tens of
+                // microseconds each way, per flush). A caller that cannot block here (a
+                // runtime entered from outside its workers in a way tokio refuses) flushes on
+                // the blocking pool instead.
+                let mut run = Some(run);
+                let inline = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    tokio::task::block_in_place(|| {
+                        if let Some(run) = run.take() {
+                            run();
+                        }
+                    })
+                }));
+                if let (Err(_), Some(run)) = (inline, run.take()) {
+                    drop(handle.spawn_blocking(run));
+                }
+            }
             Ok(handle) => {
                 // The task is detached: its handle is not needed, `finish` reports the end.
                 drop(handle.spawn_blocking(run));
@@ -228,6 +303,34 @@ mod tests {
         });
         assert_eq!(gc.flush().await, Err("disk full".to_string()));
         gc.flush().await.expect("the next flush succeeds");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delayed_flush_rides_on_another_writers_flush() {
+        let (gc, runs, _) = slow(0);
+        let late = {
+            let gc = gc.clone();
+            tokio::spawn(async move { gc.flush_within(Duration::from_millis(50)).await })
+        };
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(runs.load(Ordering::SeqCst), 0, "started before its delay");
+        gc.flush().await.expect("flush");
+        late.await.expect("join").expect("covered");
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "one flush for both");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_delayed_flush_starts_its_own_when_nobody_flushes() {
+        let (gc, runs, _) = slow(0);
+        let t0 = tokio::time::Instant::now();
+        gc.flush_within(Duration::from_millis(20))
+            .await
+            .expect("flush");
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        assert!(
+            t0.elapsed() >= Duration::from_millis(20),
+            "not before its delay"
+        );
     }
 
     #[tokio::test]

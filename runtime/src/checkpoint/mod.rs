@@ -20,7 +20,9 @@ pub use group_commit::{FlushFn, GroupCommit};
 pub use kv::{AsyncKvStore, KvCheckpointer, KvStore, KvVisitor};
 pub use memory::{MemoryCheckpointer, MemoryStore};
 pub use run_leases::{ClaimedRun, RunLeases, RunOutcome, RunRecord};
-pub use sled_store::{open_sled, SledCheckpointer, SledOptions, SledStore};
+pub use sled_store::{
+    open_sled, sled_config, sled_folder_compression, SledCheckpointer, SledOptions, SledStore,
+};
 pub use thread_locks::{LocalThreadLocks, ReleaseFn, ThreadLease, ThreadLocks};
 pub use wal::{WalError, WalSettings, WalTree};
 

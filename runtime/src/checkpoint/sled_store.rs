@@ -27,6 +27,12 @@ pub struct SledOptions {
     pub cache_bytes: u64,
     /// When the write-ahead log's batches move into sled.
     pub wal: WalSettings,
+    /// Whether a *new* store compresses sled's pages with zstd. Default off: sled 0.34 builds a
+    /// fresh zstd context for every page it writes, which was a fifth of the CPU a durable
+    /// server spent on storage; the checkpoints take more disk instead (see
+    /// `docs/benchmarks.md`). sled cannot change this setting on an existing folder, so a
+    /// folder keeps the setting it was created with, whatever this says.
+    pub compression: bool,
 }
 
 impl Default for SledOptions {
@@ -34,6 +40,7 @@ impl Default for SledOptions {
         SledOptions {
             cache_bytes: 64 << 20,
             wal: WalSettings::default(),
+            compression: false,
         }
     }
 }
@@ -55,6 +62,32 @@ impl SledOptions {
 
 fn backend(e: impl std::fmt::Display) -> CheckpointError {
     CheckpointError::Backend(e.to_string())
+}
+
+/// Whether the sled database in folder `dir` was created with compression: `Some` from its
+/// `conf` file (sled refuses to open a folder with the other setting), `None` for a new folder
+/// or a `conf` that does not say.
+pub fn sled_folder_compression(dir: &Path) -> Option<bool> {
+    let text = std::fs::read(dir.join("conf")).ok()?;
+    let text = String::from_utf8_lossy(&text);
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix("use_compression:")?.trim();
+        value.parse::<bool>().ok()
+    })
+}
+
+/// A sled configuration for a database whose writers make their own data durable (the
+/// write-ahead log's merges, the long-term store and chat memory flush what they write): no
+/// background flush every 500 ms, which only rewrote (and compressed) pages a flush of ours
+/// would write anyway; compression as the folder was created with, else `compression`.
+pub fn sled_config(dir: &Path, cache_bytes: u64, compression: bool) -> sled::Config {
+    sled::Config::new()
+        .path(dir)
+        .cache_capacity(cache_bytes)
+        .mode(sled::Mode::LowSpace)
+        .flush_every_ms(None)
+        .use_compression(sled_folder_compression(dir).unwrap_or(compression))
+        .compression_factor(1)
 }
 
 /// Opens the sled database `config` describes. A database of this process that was just
@@ -90,12 +123,7 @@ impl KvCheckpointer<SledStore> {
         options: SledOptions,
     ) -> Result<Self, CheckpointError> {
         let path = path.as_ref().to_path_buf();
-        let config = sled::Config::new()
-            .path(&path)
-            .cache_capacity(options.cache_bytes)
-            .mode(sled::Mode::LowSpace)
-            .use_compression(true)
-            .compression_factor(1);
+        let config = sled_config(&path, options.cache_bytes, options.compression);
         let db = open_sled(&config).map_err(|e| match &e {
             // sled takes an exclusive file lock on the folder; it reports a failure to
             // take it as an `Other` I/O error with this text.

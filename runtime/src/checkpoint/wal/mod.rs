@@ -292,6 +292,13 @@ impl WalTree {
         self.commit.flush().await
     }
 
+    /// Returns once every batch applied before the call is durable, sharing any flush that
+    /// starts within `delay` and starting one only when none has (see
+    /// [`GroupCommit::flush_within`]).
+    pub async fn flush_within(&self, delay: Duration) -> Result<(), String> {
+        self.commit.flush_within(delay).await
+    }
+
     /// [`WalTree::flush`] for a caller outside an async runtime: syncs the log on this thread
     /// (waiting for a sync in progress first).
     pub fn flush_blocking(&self) -> Result<(), WalError> {
