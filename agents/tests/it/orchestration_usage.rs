@@ -1,6 +1,7 @@
 //! The parent thread's `usage` channel counts every model call made for it: the
-//! orchestrator's, its sub-agents' (`delegate`) and a plan's tasks'; a crash or an interrupt
-//! inside a child run, then the resume, counts each of the child's calls once. Every expected figure is written from the scripts below.
+//! orchestrator's, its sub-agents' (`delegate`), a plan's tasks', and background tasks' once
+//! they ended; a crash or an interrupt inside a child run, then the resume, counts each of the
+//! child's calls once. Every expected figure is written from the scripts below.
 
 use crate::common::*;
 use agentgraph_agents::models::scripted::ScriptedModel;
@@ -8,6 +9,7 @@ use agentgraph_agents::models::{
     CallContext, ChatModel, ModelError, ModelRequest, ModelResponse, Pricing,
 };
 use agentgraph_agents::nodes::{has_tool_calls, LlmNode, ToolExecutorNode, UsageSum};
+use agentgraph_agents::orchestration::background::registry;
 use agentgraph_agents::orchestration::{orchestration_tools, ToolPool};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_runtime::*;
@@ -371,4 +373,55 @@ async fn an_interrupt_inside_a_delegate_then_the_resume_counts_each_call_once() 
     assert!(matches!(out.status, RunStatus::Done), "{:?}", out.status);
     // 2 orchestrator calls (300, 30) + 2 sub-agent calls (50, 5).
     assert_eq!(counts(&out.values["usage"]["total"]), (4, 350, 35));
+}
+
+#[tokio::test]
+async fn a_background_tasks_calls_are_added_once_when_its_end_is_recorded() {
+    let start = json!({"tool_calls": [{"name": "start_background_task", "args": {
+        "id": "scan", "role": "scanner", "instructions": "Scan.", "task": "Scan it.",
+        "tools": ["weather"]}}]});
+    let status = json!({"tool_calls": [{"name": "task_status", "args": {}}]});
+    let reached = Arc::default();
+    let model = ByNode::new(&[
+        (
+            "agent",
+            json!([
+                answer("agent", 100, 10, start),
+                says("agent", 100, 10, "Started."),
+                answer("agent", 100, 10, status.clone()),
+                says("agent", 100, 10, "It is done."),
+                answer("agent", 100, 10, status),
+                says("agent", 100, 10, "Still done.")
+            ]),
+        ),
+        (
+            "task",
+            json!([
+                calls("task", 20, 2, "weather"),
+                says("task", 30, 3, "Scanned.")
+            ]),
+        ),
+    ]);
+    let graph = orchestrator(model, vec![tool("weather", How::Answer, &reached)]);
+    let thread = || RunConfig::thread("usage-background");
+    let out = graph.invoke(ask("scan"), thread()).await.expect("turn 1");
+    // The task runs detached: not counted while it may still run.
+    assert_eq!(counts(&out.values["usage"]["total"]), (2, 200, 20));
+    let ended = registry().wait("usage-background", "scan").await;
+    assert_eq!(ended.map(|s| s.state.as_str()), Some("done"));
+    let out = graph
+        .invoke(ask("status?"), thread())
+        .await
+        .expect("turn 2");
+    let usage = &out.values["usage"];
+    // 4 orchestrator calls (400, 40) + the task's 2 (50, 5), added when its end is recorded.
+    assert_eq!(counts(&usage["total"]), (6, 450, 45));
+    assert_eq!(
+        counts(&usage["nodes"]["tools/background:scan/task"]),
+        (2, 50, 5)
+    );
+    assert_cost(&usage["total"], cost(450, 45));
+    let out = graph.invoke(ask("again?"), thread()).await.expect("turn 3");
+    // Two more orchestrator calls; the task is not added again.
+    assert_eq!(counts(&out.values["usage"]["total"]), (8, 650, 65));
 }
