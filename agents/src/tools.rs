@@ -1,6 +1,6 @@
 //! Tools that models call: the [`Tool`] trait and what a call returns.
 
-use crate::models::{ChatModel, ToolSpec};
+use crate::models::{ChatModel, Pricing, ToolSpec};
 use agentgraph_runtime::StateView;
 use agentgraph_runtime::{stable_id, Interrupt, NodeError, TaskContext};
 use async_trait::async_trait;
@@ -10,8 +10,10 @@ use std::sync::Arc;
 pub mod recover;
 mod schema;
 mod source;
+mod usage;
 pub use schema::validate_args;
 pub use source::{ListedTools, ToolSource};
+pub use usage::UsageLedger;
 
 /// What a tool returns: the content of its tool message, plus state writes (e.g. queued
 /// operations) applied with the tool executor's update.
@@ -85,12 +87,16 @@ impl ToolError {
 
 /// What a tool sees: the calling task (state snapshot as of the step's start, run settings,
 /// event emitter, interrupts, cancellation, the graph's long-term store — through `Deref`:
-/// `ctx.store()`), a model handle for tools that make nested LLM calls, and the tool's own
+/// `ctx.store()`), a model handle for tools that make nested LLM calls, the model and prices
+/// for child runs with their own usage, the ledger their usage goes to, and the tool's own
 /// settings.
 #[derive(Clone)]
 pub struct ToolContext {
     task: TaskContext,
     model: Option<Arc<dyn ChatModel>>,
+    child_model: Option<Arc<dyn ChatModel>>,
+    pricing: Option<Pricing>,
+    usage: UsageLedger,
     settings: Arc<Value>,
     batch_writes: Arc<Vec<(String, Value)>>,
 }
@@ -108,6 +114,9 @@ impl ToolContext {
         ToolContext {
             task,
             model: None,
+            child_model: None,
+            pricing: None,
+            usage: UsageLedger::default(),
             settings: Arc::new(Value::Null),
             batch_writes: Arc::new(Vec::new()),
         }
@@ -121,6 +130,24 @@ impl ToolContext {
     /// Gives the tool a model for nested calls.
     pub fn with_model(mut self, model: Option<Arc<dyn ChatModel>>) -> Self {
         self.model = model;
+        self
+    }
+
+    /// Gives the tool the model for child runs that record their own usage (the caller's
+    /// model unwrapped: calls through it are not metered by the caller) and its prices.
+    pub fn with_child_model(
+        mut self,
+        model: Option<Arc<dyn ChatModel>>,
+        pricing: Option<Pricing>,
+    ) -> Self {
+        self.child_model = model;
+        self.pricing = pricing;
+        self
+    }
+
+    /// Hands the usage of the tool's child runs to `ledger` (the caller's).
+    pub fn with_usage(mut self, ledger: UsageLedger) -> Self {
+        self.usage = ledger;
         self
     }
 
@@ -159,6 +186,27 @@ impl ToolContext {
                  tool_executor node a `model`",
             )
         })
+    }
+
+    /// The model for a child run that records its own usage (a sub-agent, a background
+    /// task): the caller's model as given, without the caller's metering, so its calls are
+    /// counted once, through [`ToolContext::usage`]. Falls back to [`ToolContext::model`].
+    pub fn child_model(&self) -> Result<&Arc<dyn ChatModel>, ToolError> {
+        match &self.child_model {
+            Some(m) => Ok(m),
+            None => self.model(),
+        }
+    }
+
+    /// The prices of the caller's model, for the cost in a child run's usage records.
+    pub fn pricing(&self) -> Option<Pricing> {
+        self.pricing
+    }
+
+    /// Where the tool records its child runs' usage ([`UsageLedger::record`]); the caller adds
+    /// it to its usage channel when the call is done.
+    pub fn usage(&self) -> &UsageLedger {
+        &self.usage
     }
 
     /// The tool's settings (`null` when none were given).

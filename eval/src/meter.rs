@@ -3,14 +3,18 @@
 //!
 //! - Every `llm` node writes one record per model call to the `usage` channel, and a
 //!   `tool_executor` one record for the nested calls its tools made in one step (e.g.
-//!   `update_node_parameters`): each such write is one [`Request`] entry (`calls` says how
-//!   many calls it covers).
-//! - A subgraph node hands its children's usage and messages back to the parent graph; those
-//!   roll-ups are recognised (an update of node `X` after events from a child namespace
-//!   `X:<task>`) and skipped, so nothing is counted twice.
+//!   `update_node_parameters`) and the child runs they ran: each such write is one [`Request`]
+//!   entry (`calls` says how many calls it covers).
+//! - A node whose child runs streamed (a subgraph node, a tool executor running sub-agents or
+//!   a plan's tasks: events from namespaces `X:<task>` under node `X`) writes a record that
+//!   holds their calls again (a roll-up). Only what it holds beyond the records already seen
+//!   from those namespaces is counted (the nested calls of the step itself, background tasks
+//!   whose end it recorded); child records never rolled up (a case cut by its time budget
+//!   inside a sub-agent) stay counted.
 //! - Tool calls are the `tool` messages written, counted once per message id (the
-//!   `apply_operations` node may append a notice to a tool message, keeping its id); a failed
-//!   call's message has `status: "error"` and content `{"error": {"code", "message"}}`.
+//!   `apply_operations` node may append a notice to a tool message, keeping its id; a
+//!   subgraph hands its children's messages back with their ids); a failed call's message has
+//!   `status: "error"` and content `{"error": {"code", "message"}}`.
 
 use agentgraph_runtime::{Event, EventKind};
 use serde::{Deserialize, Serialize};
@@ -45,17 +49,26 @@ pub struct Meter {
     /// Successful tool calls per tool name.
     pub tools_ok: BTreeMap<String, u64>,
     tool_ids: HashSet<String>,
-    /// `(parent namespace, node)` of every subgraph seen running.
-    subgraphs: HashSet<(Vec<String>, String)>,
+    /// Where each of `requests` was written, in the same order.
+    origins: Vec<Origin>,
+}
+
+/// Where a usage record was written: its namespace, and the depth of the outermost roll-up
+/// that already holds it (its namespace's depth until one does).
+#[derive(Debug, Clone)]
+struct Origin {
+    ns: Vec<String>,
+    rolled: usize,
+}
+
+/// A namespace segment's node (`tools` of `tools:<task id>`).
+fn node_of(segment: &str) -> &str {
+    segment.split(':').next().unwrap_or(segment)
 }
 
 impl Meter {
     /// Takes one event into account.
     pub fn observe(&mut self, ev: &Event) {
-        if let Some((last, parent)) = ev.ns.split_last() {
-            let node = last.split(':').next().unwrap_or(last).to_string();
-            self.subgraphs.insert((parent.to_vec(), node));
-        }
         let EventKind::Updates(data) = &ev.kind else {
             return;
         };
@@ -63,18 +76,8 @@ impl Meter {
             return;
         };
         for (node, writes) in by_node {
-            if self.subgraphs.contains(&(ev.ns.clone(), node.clone())) {
-                continue;
-            }
-            let path = ev
-                .ns
-                .iter()
-                .map(|s| s.split(':').next().unwrap_or(s))
-                .chain(std::iter::once(node.as_str()))
-                .collect::<Vec<_>>()
-                .join("/");
             if let Some(usage) = writes.get(USAGE_CHANNEL) {
-                self.usage(path, usage);
+                self.usage(&ev.ns, node, usage);
             }
             if let Some(messages) = writes.get("messages") {
                 match messages {
@@ -85,18 +88,48 @@ impl Meter {
         }
     }
 
-    fn usage(&mut self, node: String, record: &Value) {
+    /// A usage record of `node` in namespace `ns`: counted whole, or, when it rolls up child
+    /// records already counted, only what it holds beyond them.
+    fn usage(&mut self, ns: &[String], node: &str, record: &Value) {
         let total = &record["total"];
         let n = |k: &str| total[k].as_u64().unwrap_or(0);
-        let calls = n("calls");
-        if calls == 0 {
-            return;
-        }
-        self.requests.push(Request {
-            node,
-            calls,
+        let mut r = Request {
+            node: ns
+                .iter()
+                .map(|s| node_of(s))
+                .chain(std::iter::once(node))
+                .collect::<Vec<_>>()
+                .join("/"),
+            calls: n("calls"),
             prompt_tokens: n("input_tokens") + n("cache_read_tokens") + n("cache_creation_tokens"),
             completion_tokens: n("output_tokens"),
+        };
+        let depth = ns.len();
+        for (i, o) in self.origins.iter_mut().enumerate() {
+            let under = o.rolled > depth
+                && o.ns.len() > depth
+                && o.ns[..depth] == *ns
+                && node_of(&o.ns[depth]) == node;
+            if let (true, Some(child)) = (under, self.requests.get(i)) {
+                o.rolled = depth;
+                r.calls = r.calls.saturating_sub(child.calls);
+                r.prompt_tokens = r.prompt_tokens.saturating_sub(child.prompt_tokens);
+                r.completion_tokens = r.completion_tokens.saturating_sub(child.completion_tokens);
+            }
+        }
+        if r.calls == 0 {
+            return;
+        }
+        // Records pushed from outside (`requests` is public) are under no roll-up.
+        let outside = Origin {
+            ns: Vec::new(),
+            rolled: 0,
+        };
+        self.origins.resize(self.requests.len(), outside);
+        self.requests.push(r);
+        self.origins.push(Origin {
+            ns: ns.to_vec(),
+            rolled: depth,
         });
     }
 

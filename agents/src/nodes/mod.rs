@@ -18,8 +18,8 @@ pub use agent_output::{parse_json_answer, AgentOutputNode, OutputFormat};
 pub use compact::CompactNode;
 pub use llm::{ContextFn, LlmNode, OverflowCompaction};
 pub use tool_executor::{ToolExecutorNode, REPEATED_CALL};
-pub(crate) use usage::usage_record;
 pub use usage::UsageSum;
+pub(crate) use usage::{add_usage, usage_record};
 
 use agentgraph_runtime::StateView;
 use serde_json::Value;

@@ -33,12 +33,13 @@ pub(crate) fn usage_record(
 /// [`super::LlmNode`] (type `json`).
 pub struct UsageSum;
 
-fn add_into(current: &mut Value, write: Value) {
+/// Adds the counters of `write` into `current` (see [`UsageSum`]).
+pub(crate) fn add_usage(current: &mut Value, write: Value) {
     match (current, write) {
         (Value::Object(cur), Value::Object(new)) => {
             for (k, v) in new {
                 match cur.get_mut(&k) {
-                    Some(slot) => add_into(slot, v),
+                    Some(slot) => add_usage(slot, v),
                     None => {
                         cur.insert(k, v);
                     }
@@ -70,7 +71,7 @@ impl Reducer for UsageSum {
             )));
         }
         match current {
-            Some(cur) if cur.is_object() => add_into(cur, write),
+            Some(cur) if cur.is_object() => add_usage(cur, write),
             _ => *current = Some(write),
         }
         Ok(())

@@ -11,6 +11,7 @@
 
 mod ask_user;
 pub mod background;
+mod child_usage;
 mod confirm;
 mod deferred;
 mod delegate;
@@ -22,6 +23,7 @@ mod verify_gate;
 
 pub use ask_user::{AskUserTool, ASK_USER};
 pub use background::{Background, CANCEL_TASK, SEND_TO_TASK, START_BACKGROUND_TASK, TASK_STATUS};
+pub use child_usage::{usage_channel, ChildUsage, USAGE};
 pub use confirm::{approved, confirm, Confirmation};
 pub use deferred::{
     DeferredTools, LoadToolTool, SearchToolsTool, LOADED_TOOLS, LOAD_TOOL, SEARCH_TOOLS,

@@ -2,8 +2,11 @@
 //! (checkpointed like a subgraph, so a crash or an interrupt inside it resumes inside it), a
 //! clean conversation (its task alone), a system prompt written by its orchestrator, a subset
 //! of tools, and a step limit. Its events stream under its namespace; its final answer comes
-//! back to the caller.
+//! back to the caller. Its model calls are counted in its own `usage` channel, checkpointed
+//! with its steps, and handed to the caller's usage ledger when it ends (finished or not), so
+//! a resumed sub-agent's calls count once.
 
+use super::child_usage::{usage_channel, ChildUsage, USAGE};
 use super::ORCHESTRATION_TOOLS;
 use crate::nodes::{has_tool_calls, LlmNode, ToolExecutorNode};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
@@ -90,7 +93,7 @@ pub(super) fn final_answer(state: &Value) -> String {
 impl SubAgent {
     /// The child graph: model → tools → model …, ending at an answer without tool calls.
     fn graph(&self, ctx: &ToolContext) -> Result<agentgraph_runtime::CompiledGraph, ToolError> {
-        let model = ctx.model()?.clone();
+        let model = ctx.child_model()?.clone();
         let mut executor = ToolExecutorNode::new(
             self.tools.iter().cloned().chain(
                 ORCHESTRATION_TOOLS
@@ -101,7 +104,8 @@ impl SubAgent {
         .model(model.clone())
         // The second identical failure is answered REPEATED_CALL instead of run again.
         .repeat_limit(Some(2))
-        .repeats_channel(REPEATS);
+        .repeats_channel(REPEATS)
+        .usage_channel(USAGE);
         // The offered tools win over a refusal of the same name (never given: the pool check).
         for t in &self.tools {
             executor.tools.insert(t.name().to_string(), t.clone());
@@ -110,16 +114,22 @@ impl SubAgent {
             "You are a sub-agent. Role: {}.\n\n{}\n\n{PROTOCOL}",
             self.role, self.instructions
         );
-        let llm = LlmNode::new(model)
+        let mut llm = LlmNode::new(model)
             .system(system)
             .tools(self.tools.iter().map(|t| t.spec()))
-            .max_calls(self.max_steps.max(1));
+            .max_calls(self.max_steps.max(1))
+            .usage_channel(USAGE);
+        if let Some(p) = ctx.pricing() {
+            llm = llm.pricing(p);
+            executor = executor.pricing(p);
+        }
         GraphBuilder::new("subagent")
             .channel(
                 ChannelSpec::new("messages", ValueType::Messages)
                     .reducer(Arc::new(AddMessages))
                     .default_value(json!([])),
             )
+            .channel(usage_channel())
             // Its own verify loop (report_verdict), when it is given that tool.
             .channel(ChannelSpec::new(super::VERIFY_LOOP, ValueType::Json).default_value(json!({})))
             .channel(ChannelSpec::new(REPEATS, ValueType::Int).default_value(json!(0)))
@@ -146,21 +156,28 @@ impl SubAgent {
 
     /// Runs the sub-agent on `task` as a child run of `ctx`'s task scoped by `key` (the same
     /// key on a re-run finds the same child run and resumes it). Returns its final answer.
+    /// Its usage goes to `ctx`'s ledger labelled `key`.
     pub async fn run(&self, ctx: &ToolContext, key: &str, task: &str) -> Result<String, ToolError> {
         let graph = self.graph(ctx)?;
         let task = task.to_string();
+        let usage = ChildUsage::default();
+        let seen = usage.clone();
         let sub = Subgraph::new(graph)
             .map_in(move |_| {
                 Ok(json!({"messages": [{"type": "human", "id": "task", "content": task}]}))
             })
-            .map_out(|state| {
+            .map_out(move |state| {
+                seen.keep(state);
                 let stuck = state[REPEATS].as_i64().unwrap_or(0) >= STOP_AFTER_REPEATS;
                 Ok(vec![
                     ("answer".to_string(), json!(final_answer(state))),
                     ("stuck".to_string(), json!(stuck.then(|| last_error(state)))),
                 ])
             });
-        let update = match sub.run(ctx.task().scoped(key)).await {
+        let child = ctx.task().scoped(key);
+        let ran = sub.run(child.clone()).await;
+        usage.hand_over(ctx, &child, key);
+        let update = match ran {
             Ok(u) => u,
             Err(e @ (NodeError::Interrupted(_) | NodeError::Cancelled)) => return Err(e.into()),
             Err(e) => {

@@ -12,6 +12,7 @@ mod models_scripted;
 mod observational;
 mod observational_replay;
 mod orchestration;
+mod orchestration_usage;
 mod providers;
 mod recorded;
 mod store_memory;

@@ -7,7 +7,9 @@
 use crate::common::*;
 use agentgraph_agents::memory::observational::{working, ObserveNode, UpdateWorkingMemoryTool};
 use agentgraph_agents::models::scripted::ScriptedModel;
-use agentgraph_agents::models::{CallContext, ChatModel, ModelError, ModelRequest, ModelResponse};
+use agentgraph_agents::models::{
+    CallContext, ChatModel, ModelError, ModelRequest, ModelResponse, Pricing,
+};
 use agentgraph_agents::nodes::{has_tool_calls, LlmNode, ToolExecutorNode};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_runtime::store::{InMemoryStore, Store};
@@ -359,4 +361,44 @@ async fn working_memory_follows_a_principal_across_threads_and_no_further() {
         working::load(store.as_ref(), "t/bob").await.expect("load"),
         None
     );
+}
+
+#[tokio::test]
+async fn the_observers_calls_are_recorded_in_usage_with_their_cost() {
+    let model = ScriptedModel::from_json(json!({"responses": [
+        {"node": "detached", "text": "- the user asked twice",
+         "usage": {"input_tokens": 1000, "output_tokens": 100}}
+    ]}))
+    .expect("script");
+    let mut node = ObserveNode::new(Arc::new(model));
+    node.threshold_tokens = 100;
+    node.keep_last = 1;
+    node.chunk_tokens = 100_000;
+    node.usage_channel = Some("usage".into());
+    node.pricing = Some(Pricing {
+        input: 1.0,
+        output: 10.0,
+        ..Default::default()
+    });
+    let text = |c: char| c.to_string().repeat(500);
+    let state = json!({"messages": [
+        {"type": "human", "id": "h1", "content": "first"},
+        {"type": "ai", "id": "a1", "content": text('x')},
+        {"type": "human", "id": "h2", "content": "second"},
+        {"type": "ai", "id": "a2", "content": text('y')},
+        {"type": "human", "id": "h3", "content": "third"}
+    ]});
+    let ctx = TaskContext::detached(StateView::from_object(state), None);
+    let update = node.run(ctx).await.expect("observed");
+    let usage = update
+        .writes
+        .iter()
+        .find(|(k, _)| k == "usage")
+        .map(|(_, v)| v["total"].clone())
+        .expect("a usage write");
+    // One observer call: 1,000 tokens in at $1/M, 100 out at $10/M.
+    assert_eq!(usage["calls"], 1);
+    assert_eq!(usage["input_tokens"], 1000);
+    let cost = usage["cost_usd"].as_f64().unwrap_or(-1.0);
+    assert!((cost - 0.002).abs() < 1e-12, "{cost}");
 }

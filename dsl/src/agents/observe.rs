@@ -67,7 +67,9 @@ struct ObserveFactory;
 
 impl NodeFactory for ObserveFactory {
     fn build(&self, b: &NodeBuild<'_>) -> Result<Arc<dyn Node>, String> {
-        let mut node = ObserveNode::new(model_of(b)?.0);
+        let (model, decl) = model_of(b)?;
+        let mut node = ObserveNode::new(model);
+        node.pricing = super::pricing(decl)?;
         if let Some(ch) = b.channel("messages") {
             node.messages_channel = ch.to_string();
         }

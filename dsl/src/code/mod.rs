@@ -47,9 +47,11 @@ pub fn register_tool_kind(reg: &mut Registry, resolver: Arc<dyn ToolResolver>) {
             EntrySpec::value("output"),
             EntrySpec::value("settings"),
             EntrySpec::value("model"),
+            EntrySpec::writes("usage"),
         ],
         "calls a tool with arguments from the state and writes its result to `output`; \
-         `model` hands the tool a model (tools that run sub-agents)",
+         `model` hands the tool a model (tools that run sub-agents), `usage` receives their \
+         usage",
         Arc::new(tool_node::ToolNodeFactory { resolver }),
     );
 }

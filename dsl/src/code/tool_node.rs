@@ -1,6 +1,8 @@
 //! The `tool` node kind: one call of a tool, with arguments evaluated on the state (and the
 //! task's payload), its content written to `output` and its own writes applied. `model:`
-//! hands the tool a model (as a `tool_executor`'s does), for tools that run sub-agents.
+//! hands the tool a model (as a `tool_executor`'s does), for tools that run sub-agents;
+//! `usage:` receives the usage of the child runs the tool records (background tasks that
+//! ended, for `task_status`).
 //!
 //! The tool is found once, at the node's first run, through a [`ToolResolver`]: tools known
 //! only at run time (an MCP server's, listed when first used) resolve the same way as the
@@ -11,7 +13,8 @@ use crate::ast::Expr;
 use crate::eval::eval;
 use crate::extensions::Extensions;
 use crate::registry::{NodeBuild, NodeFactory};
-use agentgraph_agents::tools::{validate_args, Tool, ToolContext};
+use agentgraph_agents::models::Pricing;
+use agentgraph_agents::tools::{validate_args, Tool, ToolContext, UsageLedger};
 use agentgraph_runtime::{Node, NodeError, TaskContext, Update};
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -116,13 +119,21 @@ impl NodeFactory for ToolNodeFactory {
         if b.has("output") && b.channel("output").is_none() {
             return Err("`output` names a channel".into());
         }
-        let model = match b.has("model") {
-            true => Some(crate::agents::model_of(b)?.0),
-            false => None,
+        let (model, pricing) = match b.has("model") {
+            true => {
+                let (model, decl) = crate::agents::model_of(b)?;
+                (Some(model), crate::agents::pricing(decl)?)
+            }
+            false => (None, None),
         };
+        if b.has("usage") && b.channel("usage").is_none() {
+            return Err("`usage` names a channel".into());
+        }
         Ok(Arc::new(ToolNode {
             name: b.name().to_string(),
             model,
+            pricing,
+            usage: b.channel("usage").map(str::to_owned),
             resolve: self.resolver.resolver(&tool, b)?,
             tool,
             args: b.expr("args").cloned(),
@@ -138,6 +149,10 @@ struct ToolNode {
     name: String,
     /// Handed to the tool (`model:`), for tools that call a model.
     model: Option<Arc<dyn agentgraph_agents::models::ChatModel>>,
+    /// The model's prices, for the cost in child runs' usage.
+    pricing: Option<Pricing>,
+    /// The channel receiving the usage of the tool's child runs (`usage_sum`).
+    usage: Option<String>,
     tool: String,
     resolve: ResolveTool,
     args: Option<Expr>,
@@ -196,9 +211,12 @@ impl Node for ToolNode {
                 ),
             ));
         }
+        let ledger = UsageLedger::default();
         let tool_ctx = ToolContext::new(ctx.scoped(&self.tool))
             .with_settings(self.settings.clone())
-            .with_model(self.model.clone());
+            .with_model(self.model.clone())
+            .with_child_model(self.model.clone(), self.pricing)
+            .with_usage(ledger.clone());
         let out = match tool.call(args, &tool_ctx).await {
             Ok(out) => out,
             Err(e) if !e.interrupts.is_empty() => return Err(NodeError::Interrupted(e.interrupts)),
@@ -208,6 +226,9 @@ impl Node for ToolNode {
             writes: out.writes,
             ..Update::new()
         };
+        if let (Some(ch), Some(usage)) = (&self.usage, ledger.total(ctx.node())) {
+            update = update.set(ch.clone(), usage);
+        }
         if let Some(ch) = &self.output {
             update = update.set(ch.clone(), out.content);
         }

@@ -1,6 +1,10 @@
-//! The meter over a fixed event sequence of a multi-agent run.
+//! The meter over fixed event sequences: a multi-agent builder run, and Instance AI turns
+//! with a sub-agent (its calls counted once, also when the case was cut inside it).
 
 use agentgraph_eval::meter::{Meter, Request};
+use agentgraph_eval::row::Scores;
+use agentgraph_eval::run::CaseRun;
+use agentgraph_eval::Row;
 use agentgraph_runtime::{Event, EventKind};
 use serde_json::{json, Value};
 
@@ -87,5 +91,106 @@ fn requests_tools_and_errors_are_counted_once_and_roll_ups_skipped() {
             ("INVALID_ARGUMENTS".to_string(), 1),
             ("NODE_NOT_FOUND".to_string(), 1)
         ]
+    );
+}
+
+fn tool_message(id: &str, name: &str) -> Value {
+    json!({"type": "tool", "id": id, "tool_call_id": id, "name": name, "content": "ok"})
+}
+
+/// An Instance AI turn: the orchestrator's call, a delegate whose sub-agent streams two calls
+/// under `tools:<task>`, then (unless the case was cut inside the sub-agent) the executor's
+/// step with its tool message and its usage: the sub-agent's calls rolled up, plus `extra`.
+fn delegated_turn(finished: bool, extra: Option<(u64, u64, u64)>) -> Vec<Event> {
+    let child = ["tools:9c1e"];
+    let mut events = vec![
+        update(&[], "agent", json!({"usage": usage(1, 100, 10, 0)})),
+        update(&child, "subagent", json!({"usage": usage(1, 20, 2, 0)})),
+        update(
+            &child,
+            "subagent_tools",
+            json!({"messages": [tool_message("tool-w", "list_workflows")]}),
+        ),
+        update(&child, "subagent", json!({"usage": usage(1, 30, 3, 0)})),
+    ];
+    if finished {
+        let (calls, input, output) = extra.unwrap_or((0, 0, 0));
+        events.push(update(
+            &[],
+            "tools",
+            json!({"messages": [tool_message("tool-d", "delegate")],
+                   "usage": usage(2 + calls, 50 + input, 5 + output, 0)}),
+        ));
+        events.push(update(&[], "agent", json!({"usage": usage(1, 200, 20, 0)})));
+    }
+    events
+}
+
+fn metered(events: &[Event]) -> Meter {
+    let mut m = Meter::default();
+    events.iter().for_each(|e| m.observe(e));
+    m
+}
+
+#[test]
+fn a_sub_agents_calls_are_counted_once_and_the_row_shows_them() {
+    let m = metered(&delegated_turn(true, None));
+    let req = |node: &str, calls, prompt, completion| Request {
+        node: node.into(),
+        calls,
+        prompt_tokens: prompt,
+        completion_tokens: completion,
+    };
+    // 2 orchestrator calls + 2 sub-agent calls; the executor's roll-up holds nothing more.
+    assert_eq!(
+        m.requests,
+        [
+            req("agent", 1, 100, 10),
+            req("tools/subagent", 1, 20, 2),
+            req("tools/subagent", 1, 30, 3),
+            req("agent", 1, 200, 20)
+        ]
+    );
+    // The orchestrator's own tool message counts although a child ran under its node.
+    assert_eq!(m.tool_calls, 2);
+    assert_eq!(m.tools_ok.get("delegate"), Some(&1));
+    let mut run = CaseRun::not_run(String::new());
+    run.meter = m;
+    let row = Row::new(
+        "find",
+        "instance",
+        "instance-ai",
+        "scripted",
+        &run,
+        Scores::default(),
+    );
+    assert_eq!(row.model_requests, 4);
+    assert_eq!(
+        (row.prompt_tokens_total, row.completion_tokens_total),
+        (350, 35)
+    );
+}
+
+#[test]
+fn a_case_cut_inside_a_sub_agent_still_counts_its_calls() {
+    let m = metered(&delegated_turn(false, None));
+    assert_eq!(m.model_requests(), 3);
+    assert_eq!((m.prompt_tokens(), m.completion_tokens()), (150, 15));
+}
+
+#[test]
+fn a_roll_up_holding_more_than_its_children_counts_the_rest() {
+    // The step also recorded a background task's end (1 call, 40 in, 4 out).
+    let m = metered(&delegated_turn(true, Some((1, 40, 4))));
+    assert_eq!(m.model_requests(), 5);
+    assert_eq!((m.prompt_tokens(), m.completion_tokens()), (390, 39));
+    assert_eq!(
+        m.requests[3],
+        Request {
+            node: "tools".into(),
+            calls: 1,
+            prompt_tokens: 40,
+            completion_tokens: 4,
+        }
     );
 }

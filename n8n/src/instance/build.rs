@@ -1,6 +1,8 @@
 //! `build-workflow` planned tasks: the workflow builder graph runs as a child run of the plan's
 //! task (own namespace, checkpointed, resumed inside it), then the workflow it built is created
-//! in n8n, inactive, and its id reported to the orchestrator.
+//! in n8n, inactive, and its id reported to the orchestrator. The builder's own `usage`
+//! channel (its model calls, as of its last finished step) goes to the plan's usage ledger,
+//! so the orchestrator's thread counts them.
 //!
 //! The builder graph is `$AGENTGRAPH_BUILDER_GRAPH`, else `graphs/workflow-builder/single-agent.ag`
 //! under the current folder; it is compiled against the product's registry on the first task
@@ -9,7 +11,7 @@
 use super::client;
 use crate::builder::{builder_graph, workflow_summary};
 use crate::N8n;
-use agentgraph_agents::orchestration::{PlannedTask, TaskRunner};
+use agentgraph_agents::orchestration::{ChildUsage, PlannedTask, TaskRunner};
 use agentgraph_agents::tools::{ToolContext, ToolError};
 use agentgraph_dsl::Project;
 use agentgraph_runtime::{CompiledGraph, Node, Subgraph};
@@ -93,17 +95,23 @@ impl TaskRunner for BuildWorkflowRunner {
     ) -> Result<String, ToolError> {
         let client = client()?;
         let input = input.to_string();
+        let usage = ChildUsage::default();
+        let seen = usage.clone();
         let sub = Subgraph::new(self.graph().await?)
             .map_in(move |_| {
                 Ok(json!({"messages": [{"type": "human", "id": "task", "content": input}]}))
             })
-            .map_out(|state| {
+            .map_out(move |state| {
+                seen.keep(state);
                 Ok(vec![
                     ("workflow".to_string(), state["workflow"].clone()),
                     ("answer".to_string(), json!(last_ai_text(state))),
                 ])
             });
-        let update = match sub.run(ctx.task().scoped(key)).await {
+        let child = ctx.task().scoped(key);
+        let ran = sub.run(child.clone()).await;
+        usage.hand_over(ctx, &child, key);
+        let update = match ran {
             Ok(u) => u,
             Err(e @ agentgraph_runtime::NodeError::Interrupted(_)) => return Err(e.into()),
             Err(e) => {

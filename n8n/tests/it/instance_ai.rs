@@ -638,6 +638,19 @@ async fn a_build_workflow_task_runs_the_builder_and_creates_the_workflow_in_n8n(
         "{names:?}"
     );
     assert_eq!(created["active"], false);
+    // The builder's own model calls are in the orchestrator's usage, beside its two.
+    let usage = &out.values["usage"];
+    let calls = |u: &Value| u["calls"].as_u64().unwrap_or(0);
+    let builder: u64 = usage["nodes"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter(|(node, _)| node.starts_with("tools/plan:build/"))
+        .map(|(_, u)| calls(u))
+        .sum();
+    assert!(builder > 0, "{usage}");
+    assert_eq!(calls(&usage["nodes"]["agent"]), 2, "{usage}");
+    assert_eq!(calls(&usage["total"]), 2 + builder, "{usage}");
     client.delete_workflow(id).await.expect("cleanup");
 }
 

@@ -4,9 +4,10 @@
 //!
 //! Nodes reach this through [`TaskHost`], which the run's [`RunScope`] implements.
 //!
-//! With an output mapping, the mapped writes of the child's state after each finished step are
-//! kept aside: when the task then fails (its timeout, an error) and the failure is caught by
-//! the node's `catch`, the parent still gets them, next to the error.
+//! With an output mapping, the mapped writes of the child's state after each finished step
+//! (and as it is resumed from its checkpoint) are kept aside: when the task then fails (its
+//! timeout, an error) and the failure is caught by the node's `catch`, the parent still gets
+//! them, next to the error.
 
 use super::r#loop::{Run, RunScope};
 use super::{Durability, Input, RunStatus};
@@ -113,6 +114,10 @@ async fn run_child(
             run.begin(Input::Continue, Some(c), false)
                 .await
                 .map_err(node_error)?;
+            // The steps finished before the resume count as progress too.
+            if let Some(hook) = &run.on_step {
+                hook(&run.view());
+            }
             run.run_loop().await.map_err(node_error)?
         }
         None => {

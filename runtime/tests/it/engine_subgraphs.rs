@@ -273,6 +273,64 @@ async fn a_timed_out_subgraph_whose_failure_is_caught_hands_back_its_finished_st
 }
 
 #[tokio::test]
+async fn a_resumed_subgraph_that_fails_before_a_step_ends_hands_back_its_earlier_steps() {
+    let reached = Arc::new(tokio::sync::Notify::new());
+    let hang = {
+        let reached = reached.clone();
+        node_fn(move |_| {
+            let reached = reached.clone();
+            async move {
+                reached.notify_one();
+                std::future::pending::<()>().await;
+                Ok(Update::new())
+            }
+        })
+    };
+    let child = GraphBuilder::new("slow")
+        .channel(list("done"))
+        .node(
+            "first",
+            node_fn(|_| async { Ok(Update::new().set("done", json!(["first"]))) }),
+        )
+        .node(
+            "second",
+            node_fn(|_| async { Ok(Update::new().set("done", json!(["second"]))) }),
+        )
+        .node("hang", hang)
+        .chain(&[START, "first", "second", "hang"])
+        .compile()
+        .unwrap();
+    let options = NodeOptions {
+        timeout: Some(std::time::Duration::from_millis(300)),
+        catch: Some("error".into()),
+        ..Default::default()
+    };
+    let sub =
+        Subgraph::new(child).map_out(|child| Ok(vec![("kept".to_string(), child["done"].clone())]));
+    let g = GraphBuilder::new("parent")
+        .channel(ChannelSpec::new("kept", ValueType::Json))
+        .channel(ChannelSpec::new("error", ValueType::Json))
+        .subgraph_with("phase", sub, options)
+        .chain(&[START, "phase"])
+        .compile()
+        .unwrap()
+        .with_checkpointer(memory());
+    // The process "dies" once the child's two steps are saved and its third runs.
+    tokio::select! {
+        r = g.invoke(values(json!({})), RunConfig::thread("resumed")) => panic!("ended: {r:?}"),
+        _ = reached.notified() => {}
+    }
+    // Resumed, the child times out before any step of this run ends: what it did before the
+    // crash is still handed back with the error.
+    let out = g
+        .invoke(Input::Continue, RunConfig::thread("resumed"))
+        .await
+        .unwrap();
+    assert_eq!(out.values["kept"], json!(["first", "second"]));
+    assert_eq!(out.values["error"]["code"], "TIMEOUT");
+}
+
+#[tokio::test]
 async fn a_failing_subgraph_without_catch_hands_back_nothing() {
     let options = NodeOptions {
         timeout: Some(std::time::Duration::from_millis(300)),

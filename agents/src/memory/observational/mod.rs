@@ -31,7 +31,7 @@ pub use chunks::ObservationPlan;
 pub use working::{UpdateWorkingMemoryTool, UPDATE_WORKING_MEMORY, WORKING_MEMORY};
 
 use crate::models::budget::estimate_tokens;
-use crate::models::{CallContext, ChatModel, ModelError, Usage};
+use crate::models::{CallContext, ChatModel, ModelError, Pricing, Usage};
 use crate::nodes::usage_record;
 use agentgraph_runtime::{Node, NodeError, TaskContext, Update};
 use async_trait::async_trait;
@@ -77,6 +77,8 @@ pub struct ObserveNode {
     pub reflector_instructions: Option<String>,
     /// Where the observer's usage is recorded (a channel with the `usage_sum` reducer).
     pub usage_channel: Option<String>,
+    /// Prices for the cost in the usage record.
+    pub pricing: Option<Pricing>,
     /// The channel the principal's working memory is loaded into at each step.
     pub working_memory_channel: Option<String>,
 }
@@ -96,6 +98,7 @@ impl ObserveNode {
             observer_instructions: None,
             reflector_instructions: None,
             usage_channel: None,
+            pricing: None,
             working_memory_channel: None,
         }
     }
@@ -228,7 +231,8 @@ impl Node for ObserveNode {
                 Value::String(observations),
             );
         if let Some(channel) = &self.usage_channel {
-            update = update.set(channel.clone(), usage_record(&ctx, &usage, calls, None));
+            let record = usage_record(&ctx, &usage, calls, self.pricing.as_ref());
+            update = update.set(channel.clone(), record);
         }
         Ok(update)
     }

@@ -6,9 +6,11 @@ mod repeats;
 pub use repeats::REPEATED_CALL;
 
 use crate::models::{ChatModel, MeteredModel, Pricing, TracedModel};
-use crate::nodes::usage::usage_record;
+use crate::nodes::usage::{add_usage, usage_record};
 use crate::tools::recover::{resolve_tool_name, unwrap_arguments, Recovery};
-use crate::tools::{validate_args, ListedTools, Tool, ToolContext, ToolError, ToolOutput};
+use crate::tools::{
+    validate_args, ListedTools, Tool, ToolContext, ToolError, ToolOutput, UsageLedger,
+};
 use agentgraph_runtime::stable_id;
 use agentgraph_runtime::Update;
 use agentgraph_runtime::{Interrupt, Node, NodeError, TaskContext};
@@ -32,7 +34,11 @@ use std::sync::Arc;
 /// * With [`ToolExecutorNode::usage_channel`], the tokens of the model calls tools make through
 ///   the node's model (e.g. `update_node_parameters`) are written to it in the same shape as
 ///   the `llm` node's usage (per node, per run, total; cost with [`ToolExecutorNode::pricing`]),
-///   so the run's usage covers nested calls too.
+///   so the run's usage covers nested calls too; so is the usage of the child runs tools
+///   record in [`ToolContext::usage`] (sub-agents, planned tasks: their nodes as
+///   `<node>/<label>/<child node>`). A child run gets the model unmetered
+///   ([`ToolContext::child_model`]) and counts its own calls, checkpointed with its steps, so
+///   a step that runs again after a crash or an interrupt adds each call once.
 /// * A call that failed although an earlier call of the batch made writes, with an error its
 ///   tool says may depend on them ([`Tool::rerun_after_batch`]: a connection to a node added
 ///   in the same batch), runs again after the batch's other calls, seeing the writes of the
@@ -178,7 +184,7 @@ impl ToolExecutorNode {
     async fn run_call(
         &self,
         ctx: &TaskContext,
-        model: Option<Arc<dyn ChatModel>>,
+        models: &Models,
         call: &Value,
         index: usize,
         batch_writes: Arc<Vec<(String, Value)>>,
@@ -249,7 +255,9 @@ impl ToolExecutorNode {
         ))
         .await;
         let tool_ctx = ToolContext::new(ctx.scoped(&call_id))
-            .with_model(model)
+            .with_model(models.nested.clone())
+            .with_child_model(self.model.clone(), self.pricing)
+            .with_usage(models.ledger.clone())
             .with_settings(self.settings.get(name).cloned().unwrap_or_default())
             .with_batch_writes(batch_writes);
         let span = tracing::info_span!(
@@ -281,7 +289,7 @@ impl ToolExecutorNode {
     async fn rerun_dependent(
         &self,
         ctx: &TaskContext,
-        model: &Option<Arc<dyn ChatModel>>,
+        models: &Models,
         calls: &[Value],
         results: &mut [CallResult],
     ) {
@@ -305,12 +313,37 @@ impl ToolExecutorNode {
                     "running a failed call again after its batch's earlier calls"
                 );
                 let writes = Arc::new(earlier.clone());
-                results[i] = self.run_call(ctx, model.clone(), call, i, writes).await;
+                results[i] = self.run_call(ctx, models, call, i, writes).await;
             }
             if let Outcome::Done(out) = &results[i].outcome {
                 earlier.extend(out.writes.iter().cloned());
             }
         }
+    }
+}
+
+/// What one batch hands its tools: the model for nested calls (metered when usage is
+/// recorded, traced) and the ledger of their child runs' usage.
+struct Models {
+    nested: Option<Arc<dyn ChatModel>>,
+    metered: Option<Arc<MeteredModel>>,
+    ledger: UsageLedger,
+}
+
+impl Models {
+    /// The usage write of the batch: the nested calls' record plus the child runs' usage.
+    fn usage_write(&self, ctx: &TaskContext, pricing: Option<&Pricing>) -> Option<Value> {
+        let mut write = self.metered.as_ref().and_then(|m| {
+            let (usage, calls) = m.tally();
+            (calls > 0).then(|| usage_record(ctx, &usage, calls, pricing))
+        });
+        if let Some(children) = self.ledger.total(ctx.node()) {
+            match &mut write {
+                Some(w) => add_usage(w, children),
+                None => write = Some(children),
+            }
+        }
+        write
     }
 }
 
@@ -391,8 +424,12 @@ impl ToolExecutorNode {
             None => self.model.clone(),
         };
         // Nested calls are traced like the `llm` node's own (a `chat` span inside the tool's).
-        let model: Option<Arc<dyn ChatModel>> =
-            model.map(|m| Arc::new(TracedModel::new(m, self.pricing)) as Arc<dyn ChatModel>);
+        let models = Models {
+            nested: model
+                .map(|m| Arc::new(TracedModel::new(m, self.pricing)) as Arc<dyn ChatModel>),
+            metered,
+            ledger: UsageLedger::default(),
+        };
         let none = Arc::new(Vec::new());
         let history = ctx.state().list(&self.messages_channel);
         let history = &history[..history.len().saturating_sub(1)];
@@ -402,13 +439,12 @@ impl ToolExecutorNode {
             batch::plan(&calls, self.max_batch)
         };
         let mut results = futures::future::join_all(calls.iter().enumerate().map(|(i, c)| {
-            let model = model.clone();
             let none = none.clone();
             let skip = plan[i].clone();
-            let ctx = &ctx;
+            let (ctx, models) = (&ctx, &models);
             async move {
                 match skip {
-                    None => self.run_call(ctx, model, c, i, none).await,
+                    None => self.run_call(ctx, models, c, i, none).await,
                     Some(err) => batch::skipped(c, i, err),
                 }
             }
@@ -418,7 +454,7 @@ impl ToolExecutorNode {
         if !interrupts.is_empty() {
             return Err(NodeError::Interrupted(interrupts));
         }
-        self.rerun_dependent(&ctx, &model, &calls, &mut results)
+        self.rerun_dependent(&ctx, &models, &calls, &mut results)
             .await;
         let interrupts = interrupts_of(&results);
         if !interrupts.is_empty() {
@@ -475,10 +511,8 @@ impl ToolExecutorNode {
         if let Some(channel) = &self.repeats_channel {
             update = update.set(channel.clone(), json!(longest));
         }
-        if let (Some(metered), Some(channel)) = (&metered, &self.usage_channel) {
-            let (usage, calls) = metered.tally();
-            if calls > 0 {
-                let record = usage_record(&ctx, &usage, calls, self.pricing.as_ref());
+        if let Some(channel) = &self.usage_channel {
+            if let Some(record) = models.usage_write(&ctx, self.pricing.as_ref()) {
                 update = update.set(channel.clone(), record);
             }
         }

@@ -1,11 +1,13 @@
 //! A background task's child run: a sub-agent graph (model ⇄ tools, with an `inbox` node
 //! that hands it queued corrections before each model call) on its own thread, checkpointed
 //! on the parent's checkpointer, started detached from the calling run, and how its end is
-//! recorded (in the registry, and in the task's own thread so that a restart knows it).
+//! recorded (in the registry, and in the task's own thread so that a restart knows it). Its
+//! model calls are counted in its own `usage` channel, read when it ends.
 
 use super::registry::{registry, Live, TaskState};
-use crate::models::ChatModel;
+use crate::models::{ChatModel, Pricing};
 use crate::nodes::{has_tool_calls, LlmNode, ToolExecutorNode};
+use crate::orchestration::child_usage::{usage_channel, USAGE};
 use crate::orchestration::subagent::{final_answer, Refused, PROTOCOL};
 use crate::orchestration::{ORCHESTRATION_TOOLS, VERIFY_LOOP};
 use crate::tools::{Tool, ToolError};
@@ -40,6 +42,8 @@ pub(crate) struct TaskSpec {
     pub task: String,
     pub tools: Vec<Arc<dyn Tool>>,
     pub max_steps: usize,
+    /// The prices of its model, for the cost in its usage.
+    pub pricing: Option<Pricing>,
 }
 
 /// Where a child run keeps its state: the parent run's checkpointer and store.
@@ -98,7 +102,8 @@ pub(crate) fn graph(
                 .map(|n| Arc::new(Refused(n)) as Arc<dyn Tool>),
         ),
     )
-    .model(model.clone());
+    .model(model.clone())
+    .usage_channel(USAGE);
     for t in &spec.tools {
         executor.tools.insert(t.name().to_string(), t.clone());
     }
@@ -106,10 +111,15 @@ pub(crate) fn graph(
         "You are a sub-agent. Role: {}.\n\n{}\n\n{PROTOCOL}\n\n{BACKGROUND_NOTE}",
         spec.role, spec.instructions
     );
-    let llm = LlmNode::new(model)
+    let mut llm = LlmNode::new(model)
         .system(system)
         .tools(spec.tools.iter().map(|t| t.spec()))
-        .max_calls(spec.max_steps.max(1));
+        .max_calls(spec.max_steps.max(1))
+        .usage_channel(USAGE);
+    if let Some(p) = spec.pricing {
+        llm = llm.pricing(p);
+        executor = executor.pricing(p);
+    }
     let inbox_live = live.clone();
     let inbox = node_fn(move |ctx| {
         let live = inbox_live.clone();
@@ -143,6 +153,7 @@ pub(crate) fn graph(
         )
         .channel(ChannelSpec::new(VERIFY_LOOP, ValueType::Json).default_value(json!({})))
         .channel(ChannelSpec::new(OUTCOME, ValueType::Json))
+        .channel(usage_channel())
         .node(INBOX_NODE, inbox)
         .node(TASK_NODE, Arc::new(llm))
         .node(TASK_TOOLS_NODE, Arc::new(executor))
@@ -173,28 +184,39 @@ pub(crate) fn first_input(task: &str) -> Input {
     Input::values(json!({"messages": [{"type": "human", "id": "task", "content": task}]}))
 }
 
-/// How a task's thread says it ended, if it did: its recorded outcome, or a run that
-/// finished (nothing left to run) with its final answer.
-pub(crate) async fn ended(
-    graph: &CompiledGraph,
-    thread: &str,
-) -> Result<Option<(TaskState, Option<String>)>, RunError> {
-    let Some(snap) = graph.get_state(thread, None).await? else {
-        return Ok(None);
-    };
-    if let Some(o) = snap.values.get(OUTCOME).filter(|o| !o.is_null()) {
-        let state = serde_json::from_value(o["state"].clone()).unwrap_or(TaskState::Failed);
-        return Ok(Some((state, o["result"].as_str().map(str::to_owned))));
-    }
-    if snap.next.is_empty() {
-        return Ok(Some((TaskState::Done, Some(final_answer(&snap.values)))));
-    }
-    Ok(None)
+/// What a task's thread holds.
+pub(crate) struct ThreadState {
+    /// Whether it has a checkpoint.
+    pub started: bool,
+    /// How it ended, if it did: its recorded outcome, or a run that finished (nothing left to
+    /// run) with its final answer.
+    pub ended: Option<(TaskState, Option<String>)>,
+    /// Its `usage` channel (`null` before its first checkpoint).
+    pub usage: Value,
 }
 
-/// Whether the task's thread has a checkpoint.
-pub(crate) async fn started(graph: &CompiledGraph, thread: &str) -> Result<bool, RunError> {
-    Ok(graph.get_state(thread, None).await?.is_some())
+/// Reads the task's thread.
+pub(crate) async fn read(graph: &CompiledGraph, thread: &str) -> Result<ThreadState, RunError> {
+    let Some(snap) = graph.get_state(thread, None).await? else {
+        return Ok(ThreadState {
+            started: false,
+            ended: None,
+            usage: Value::Null,
+        });
+    };
+    let ended = match snap.values.get(OUTCOME).filter(|o| !o.is_null()) {
+        Some(o) => {
+            let state = serde_json::from_value(o["state"].clone()).unwrap_or(TaskState::Failed);
+            Some((state, o["result"].as_str().map(str::to_owned)))
+        }
+        None if snap.next.is_empty() => Some((TaskState::Done, Some(final_answer(&snap.values)))),
+        None => None,
+    };
+    Ok(ThreadState {
+        started: true,
+        ended,
+        usage: snap.values[USAGE].clone(),
+    })
 }
 
 /// Runs the task detached from the caller (`input`: its first input, or `Continue` after a
@@ -230,6 +252,14 @@ pub(crate) fn spawn(graph: CompiledGraph, live: Arc<Live>, input: Input) {
                 tracing::warn!(thread = %live.thread, error = %e, "background task: outcome not saved");
             }
         }
-        registry().finish(&live, state, result);
+        // Its calls as checkpointed: what the parent's usage receives once the end is seen.
+        let usage = match read(&graph, &live.thread).await {
+            Ok(t) => t.usage,
+            Err(e) => {
+                tracing::warn!(thread = %live.thread, error = %e, "background task: usage not read");
+                Value::Null
+            }
+        };
+        registry().finish(&live, state, result, usage);
     });
 }

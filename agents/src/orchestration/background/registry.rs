@@ -5,6 +5,7 @@
 //! checkpoints); see the module docs of [`super`].
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::Notify;
@@ -104,6 +105,9 @@ pub struct LiveStatus {
     pub result: Option<String>,
     /// Corrections queued and not yet read by the task.
     pub pending_corrections: usize,
+    /// Once it ended: its `usage` channel (its model calls), for the parent's usage.
+    #[serde(skip)]
+    pub usage: Value,
 }
 
 /// One task alive in this process.
@@ -117,6 +121,8 @@ pub(crate) struct Live {
     inbox: Mutex<Vec<String>>,
     /// `(state, result)`: running with its last step's line, or how it ended.
     status: Mutex<(TaskState, Option<String>)>,
+    /// Its usage when it ended (`null` before).
+    usage: Mutex<Value>,
     /// When it ended, in the registry's count of ends (0: running).
     ended: std::sync::atomic::AtomicU64,
 }
@@ -157,6 +163,7 @@ impl Live {
             state,
             result,
             pending_corrections: lock(&self.inbox).len(),
+            usage: lock(&self.usage).clone(),
         }
     }
 }
@@ -235,16 +242,24 @@ impl Registry {
             cancel: CancellationToken::new(),
             inbox: Mutex::new(Vec::new()),
             status: Mutex::new((TaskState::Running, None)),
+            usage: Mutex::new(Value::Null),
             ended: std::sync::atomic::AtomicU64::new(0),
         });
         tasks.insert(key, live.clone());
         Ok(Claim::New(live))
     }
 
-    /// Records how a task ended; forgets the thread's oldest finished tasks beyond
-    /// [`FINISHED_KEPT`].
-    pub(crate) fn finish(&self, live: &Live, state: TaskState, result: Option<String>) {
+    /// Records how a task ended and its usage; forgets the thread's oldest finished tasks
+    /// beyond [`FINISHED_KEPT`].
+    pub(crate) fn finish(
+        &self,
+        live: &Live,
+        state: TaskState,
+        result: Option<String>,
+        usage: Value,
+    ) {
         use std::sync::atomic::Ordering;
+        *lock(&live.usage) = usage;
         *lock(&live.status) = (state, result);
         let n = self.ends.fetch_add(1, Ordering::SeqCst) + 1;
         live.ended.store(n, Ordering::SeqCst);
@@ -410,7 +425,7 @@ mod tests {
              (its status is in your context each turn) or cancel one with cancel_task, then \
              start this one again"
         );
-        r.finish(&first, TaskState::Done, Some("ok".into()));
+        r.finish(&first, TaskState::Done, Some("ok".into()), Value::Null);
         claimed(&r, "p", "t2", Some(2));
     }
 
@@ -419,7 +434,7 @@ mod tests {
         let r = Registry::default();
         for i in 0..FINISHED_KEPT + 2 {
             let l = claimed(&r, "p", &format!("t{i:02}"), None);
-            r.finish(&l, TaskState::Done, None);
+            r.finish(&l, TaskState::Done, None, Value::Null);
         }
         let running = claimed(&r, "p", "live", None);
         let ids: Vec<String> = r.list("p").into_iter().map(|t| t.id).collect();

@@ -1,6 +1,7 @@
 //! The thread's task list: its entries in the parent's channel, brought up to date from the
 //! registry and the tasks' own threads (resuming, after a restart, the tasks that were
-//! running), and the status block the orchestrator reads each turn.
+//! running), and the status block the orchestrator reads each turn. A task's model calls
+//! are added to the parent's usage once, when its end is recorded in the list.
 
 use super::child::{self, first_input, Storage, TaskSpec};
 use super::registry::{registry, Claim, LiveStatus, TaskState};
@@ -44,6 +45,9 @@ pub struct TaskEntry {
     pub step: i64,
     /// The starting call's idempotency key (a re-run of that call finds its task).
     pub call: String,
+    /// Its usage once it ended and that was added to the parent's usage (`None`: not yet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Value>,
 }
 
 /// Whether the calling graph declares `channel`.
@@ -91,14 +95,24 @@ pub(crate) fn storage(ctx: &ToolContext) -> Result<Storage, ToolError> {
     })
 }
 
+/// What [`resume`] does with a task whose thread has not ended.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Resume {
+    /// Runs it: from its task, or from its last checkpoint.
+    Run,
+    /// Only records it as the list says it ended (a cancel the process did not see end).
+    Record,
+}
+
 /// Starts or resumes the run of `entry` in this process: a thread without a checkpoint
 /// starts from the task, one with checkpoints continues from its last, one that ended is
-/// only recorded. Returns the live status.
+/// only recorded (with [`Resume::Record`], any is). Returns the live status.
 pub(crate) async fn resume(
     bg: &Background,
     ctx: &ToolContext,
     entry: &TaskEntry,
     limit: Option<usize>,
+    how: Resume,
 ) -> Result<LiveStatus, ToolError> {
     let parent = ctx.thread_id();
     let spec = TaskSpec {
@@ -107,8 +121,10 @@ pub(crate) async fn resume(
         task: entry.task.clone(),
         tools: DelegateTool::pick(&bg.pool, &entry.tools)?,
         max_steps: bg.max_steps,
+        pricing: ctx.pricing(),
     };
-    let model = ctx.model()?.clone();
+    // Not the caller's metered model: the task counts its own calls.
+    let model = ctx.child_model()?.clone();
     let storage = storage(ctx)?;
     let live = match registry().claim(parent, &entry.id, &entry.thread, &entry.call, limit) {
         Ok(Claim::Exists(live)) if live.call == entry.call => return Ok(live.status()),
@@ -128,10 +144,14 @@ pub(crate) async fn resume(
     let built = async {
         let graph = child::graph(&spec, model, live.clone(), &storage)?;
         let fail = |e: agentgraph_runtime::RunError| ToolError::new("TASK_STORAGE", e.to_string());
-        if let Some((state, result)) = child::ended(&graph, &entry.thread).await.map_err(fail)? {
-            return Ok(Some((state, result)));
+        let thread = child::read(&graph, &entry.thread).await.map_err(fail)?;
+        if let Some((state, result)) = thread.ended {
+            return Ok(Some((state, result, thread.usage)));
         }
-        let input = if child::started(&graph, &entry.thread).await.map_err(fail)? {
+        if how == Resume::Record {
+            return Ok(Some((entry.state, entry.result.clone(), thread.usage)));
+        }
+        let input = if thread.started {
             Input::Continue
         } else {
             first_input(&spec.task)
@@ -141,9 +161,9 @@ pub(crate) async fn resume(
     }
     .await;
     match built {
-        Ok(Some((state, result))) => registry().finish(&live, state, result),
+        Ok(Some((state, result, usage))) => registry().finish(&live, state, result, usage),
         Ok(None) => {}
-        Err(e) => registry().finish(&live, TaskState::Failed, Some(e.to_string())),
+        Err(e) => registry().finish(&live, TaskState::Failed, Some(e.to_string()), Value::Null),
     }
     registry().watch_run(parent, ctx.run_id(), ctx.cancellation().clone());
     Ok(live.status())
@@ -170,16 +190,35 @@ pub(crate) async fn sync(
             result: st.result.clone(),
             step: i64::MAX,
             call: String::new(),
+            usage: None,
         });
     }
+    // Usage is counted only where the list remembers it was (else it would count each time).
+    let counts = has_channel(ctx, BACKGROUND_TASKS);
     let mut writes = Vec::new();
     for entry in list.values_mut() {
         if entry.state.is_terminal() {
+            // Recorded as ended (a cancel, a start that found it ended): its usage once it
+            // has stopped.
+            if !counts || entry.usage.is_some() {
+                continue;
+            }
+            let live = match registry().get(&parent, &entry.id) {
+                Some(st) => st,
+                None => match resume(bg, ctx, entry, None, Resume::Record).await {
+                    Ok(st) => st,
+                    Err(_) => continue,
+                },
+            };
+            if live.state.is_terminal() {
+                count_usage(ctx, entry, &live.usage);
+                writes.extend(record(ctx, entry));
+            }
             continue;
         }
         let live = match registry().get(&parent, &entry.id) {
             Some(st) => st,
-            None => match resume(bg, ctx, entry, None).await {
+            None => match resume(bg, ctx, entry, None, Resume::Run).await {
                 Ok(st) => st,
                 Err(e) => {
                     entry.result = Some(format!("not resumed yet: {e}"));
@@ -190,6 +229,9 @@ pub(crate) async fn sync(
         entry.result = live.result;
         if live.state.is_terminal() {
             entry.state = live.state;
+            if counts {
+                count_usage(ctx, entry, &live.usage);
+            }
             writes.extend(record(ctx, entry));
         }
     }
@@ -198,6 +240,18 @@ pub(crate) async fn sync(
     let mut out: Vec<TaskEntry> = list.into_values().collect();
     out.sort_by(|a, b| (a.step, &a.id).cmp(&(b.step, &b.id)));
     Ok((out, writes))
+}
+
+/// Adds the usage of `entry`'s ended task to the caller's ledger (labelled
+/// `background:<id>`, keyed by its thread, so one step counts it once) and notes it in the
+/// entry, whose record is written in the same step.
+fn count_usage(ctx: &ToolContext, entry: &mut TaskEntry, usage: &Value) {
+    ctx.usage()
+        .record(&entry.thread, &format!("background:{}", entry.id), usage);
+    entry.usage = Some(match usage {
+        Value::Null => json!({}),
+        u => u.clone(),
+    });
 }
 
 fn cut(s: &str, n: usize) -> String {
@@ -261,6 +315,7 @@ mod tests {
             result: result.map(str::to_owned),
             step,
             call: String::new(),
+            usage: None,
         }
     }
 

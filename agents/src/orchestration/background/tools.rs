@@ -2,7 +2,7 @@
 //! `cancel_task`.
 
 use super::registry::{registry, BackgroundError, TaskState};
-use super::status::{self, record, resume, status_block, sync, TaskEntry};
+use super::status::{self, record, resume, status_block, sync, Resume, TaskEntry};
 use super::Background;
 use crate::orchestration::delegate::DelegateTool;
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput};
@@ -133,9 +133,10 @@ impl Tool for Start {
                 result: None,
                 step: ctx.step(),
                 call,
+                usage: None,
             },
         };
-        let live = resume(&self.0, ctx, &entry, Some(self.0.limit)).await?;
+        let live = resume(&self.0, ctx, &entry, Some(self.0.limit), Resume::Run).await?;
         let mut entry = entry;
         entry.state = live.state;
         entry.result = live.result;
