@@ -6,7 +6,7 @@
 use crate::exit;
 use crate::graph::{fail, store, Ctx};
 use agentgraph_runtime::checkpoint::special;
-use agentgraph_runtime::{CheckpointTuple, Checkpointer};
+use agentgraph_runtime::{CheckpointTuple, Checkpointer, SledCheckpointer};
 use serde::Serialize;
 use std::path::Path;
 
@@ -80,18 +80,20 @@ pub fn recorded_graph(db: &Path, thread: &str) -> Option<String> {
 }
 
 /// The event store of `agentgraph serve` on this store, which names the graph of each thread
-/// it ran; `None` when there is none, or while a server holds it open.
-fn server_events(db: &Path) -> Option<agentgraph_server::EventStore> {
-    let dir = db.join("server-events");
-    if !dir.is_dir() {
-        return None;
-    }
+/// it ran: the `server-events` folder when there is one (an older server's, or the one a
+/// server on PostgreSQL keeps beside it; read where it is, never moved from here), else the
+/// tree in the checkpoints' database. `None` when it cannot be read.
+fn server_events(cp: &SledCheckpointer) -> Option<agentgraph_server::EventStore> {
     // Limits only bound appends; nothing is appended here.
     let limits = agentgraph_server::EventLimits {
         events: usize::MAX,
         bytes: usize::MAX,
     };
-    agentgraph_server::EventStore::open(&dir, limits).ok()
+    let folder = cp.store().path().join(agentgraph_server::LEGACY_FOLDER);
+    if folder.is_dir() {
+        return agentgraph_server::EventStore::open(&folder, limits).ok();
+    }
+    agentgraph_server::EventStore::beside(cp.store(), limits).ok()
 }
 
 /// `agentgraph threads`.
@@ -111,7 +113,7 @@ pub async fn threads(ctx: &Ctx) -> u8 {
         Ok(ids) => ids,
         Err(e) => return fail(e, exit::FAILED),
     };
-    let served = server_events(&ctx.db);
+    let served = server_events(&cp);
     let mut rows = Vec::with_capacity(ids.len());
     for id in ids {
         let latest = match cp.get(&id, "", None).await {

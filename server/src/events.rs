@@ -26,8 +26,15 @@
 //! merge) once per run instead of once per event, and as the merge runs about once a second
 //! the individual keys of a run rarely reach sled at all (their deletes then cost a lookup).
 //!
+//! With the sled checkpointer the tree lives in the checkpoints' database, behind the same
+//! write-ahead log ([`EventStore::beside`]): one flush makes a step's checkpoint and the events
+//! before it durable, and events ride on the flushes the runs' checkpoints issue anyway.
+//! [`EventStore::open`] keeps a database of its own in a folder (beside a checkpointer that is
+//! not sled).
+//!
 //! A folder written by an older server (trees `events`, `threads`, `graph_versions`) is moved
-//! into this layout when it is opened.
+//! into this layout when it is opened, and so is the `server-events` folder older servers kept
+//! beside the checkpoints ([`LEGACY_FOLDER`]).
 
 use crate::error::ServerError;
 use crate::versions::GraphVersion;
@@ -362,6 +369,31 @@ fn remove(t: &WalTree, key: Vec<u8>) -> Result<(), ServerError> {
     t.apply(Vec::new(), vec![key]).map_err(storage)
 }
 
+/// Copies every entry of `from` into `to`, in batches; returns how many.
+fn copy_all(from: &WalTree, to: &WalTree) -> Result<usize, ServerError> {
+    let mut batch = Vec::new();
+    let mut moved = 0;
+    let mut failed = None;
+    from.scan(&[], &[0xff], false, &mut |k, v| {
+        batch.push((k.to_vec(), v.to_vec()));
+        if batch.len() >= 4096 {
+            moved += batch.len();
+            if let Err(e) = to.apply(std::mem::take(&mut batch), Vec::new()) {
+                failed = Some(e);
+                return false;
+            }
+        }
+        true
+    })
+    .map_err(storage)?;
+    if let Some(e) = failed {
+        return Err(storage(e));
+    }
+    moved += batch.len();
+    to.apply(batch, Vec::new()).map_err(storage)?;
+    Ok(moved)
+}
+
 /// Moves the trees of an older server's layout (`events`, `threads`, `graph_versions`) into
 /// the `server` tree, then drops them.
 fn migrate(db: &sled::Db, t: &WalTree) -> Result<(), ServerError> {
@@ -407,6 +439,10 @@ fn migrate(db: &sled::Db, t: &WalTree) -> Result<(), ServerError> {
     Ok(())
 }
 
+/// The folder beside the checkpoints where servers before [`EventStore::beside`] kept their
+/// event database; moved into the checkpoints' database when found.
+pub const LEGACY_FOLDER: &str = "server-events";
+
 impl EventStore {
     /// Logs kept in memory only (lost on restart).
     pub fn memory(limits: EventLimits) -> Self {
@@ -437,6 +473,42 @@ impl EventStore {
         let tree = WalTree::open(db.clone(), "server", dir, WalSettings::default())
             .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
         migrate(&db, &tree)?;
+        Ok(EventStore {
+            trees: Some(Arc::new(tree)),
+            ..Self::memory(limits)
+        })
+    }
+
+    /// Logs persisted in tree `server` of the sled checkpointer's own database, behind its
+    /// write-ahead log (see the module docs). An older server's [`LEGACY_FOLDER`] beside the
+    /// checkpoints is moved in first (copied, made durable, then the folder is removed).
+    pub fn beside(
+        checkpoints: &agentgraph_runtime::checkpoint::SledStore,
+        limits: EventLimits,
+    ) -> Result<Self, ServerError> {
+        let tree = checkpoints.tree_beside("server").map_err(storage)?;
+        let legacy = checkpoints.path().join(LEGACY_FOLDER);
+        if legacy.is_dir() {
+            let moved = {
+                let old = Self::open(&legacy, limits)?;
+                match &old.trees {
+                    Some(t) => copy_all(t, &tree)?,
+                    None => 0,
+                }
+            };
+            tree.drain().map_err(storage)?;
+            std::fs::remove_dir_all(&legacy).map_err(|e| {
+                ServerError::Storage(format!(
+                    "removing {} after moving it: {e}",
+                    legacy.display()
+                ))
+            })?;
+            tracing::info!(
+                entries = moved,
+                from = %legacy.display(),
+                "event log: moved an older server's folder into the checkpoints' database"
+            );
+        }
         Ok(EventStore {
             trees: Some(Arc::new(tree)),
             ..Self::memory(limits)
@@ -489,9 +561,11 @@ impl EventStore {
     /// its bounds and wakes live readers once the event is durable (at once in memory). Returns
     /// the id.
     pub fn append(&self, thread: &str, mut envelope: Value) -> Result<u64, ServerError> {
-        // A run's own start and end are published as soon as they are durable (clients wait
-        // on them); the events in between may wait for a shared flush.
-        let urgent = envelope.get("mode").and_then(Value::as_str) == Some("run");
+        // A run's end is published as soon as it is durable (clients wait on it); every other
+        // event may wait for a shared flush, such as the checkpoint flush that follows a run's
+        // start at once.
+        let urgent = envelope.get("mode").and_then(Value::as_str) == Some("run")
+            && envelope.pointer("/data/status").and_then(Value::as_str) != Some("started");
         let hub = self.hub(thread)?;
         let seq = {
             let mut ring = hub.lock();

@@ -94,7 +94,7 @@ mod versions;
 
 pub use backing::{GraphStorage, CACHE_TREE, STORE_TREE};
 pub use error::{ApiError, ServerError};
-pub use events::{EventLimits, EventStore, Replayed, StoredEvent};
+pub use events::{EventLimits, EventStore, Replayed, StoredEvent, LEGACY_FOLDER};
 pub use extend::ThreadHold;
 pub use graphs::{GraphCache, GraphLoadError, RegistryFactory, Versioned};
 pub use pages::Page;
@@ -128,8 +128,9 @@ use tokio_util::task::TaskTracker;
 /// Where checkpoints and events are kept.
 #[derive(Clone)]
 pub enum Storage {
-    /// A sled folder: checkpoints in it, events in its `server-events` subfolder (both survive
-    /// a restart).
+    /// A sled folder: checkpoints in it, events in a tree of the same database behind the same
+    /// write-ahead log (both survive a restart; an older server's `server-events` subfolder is
+    /// moved in when found).
     Sled(PathBuf),
     /// A given checkpointer (e.g. Postgres); events in memory, or in a sled folder when
     /// `events_dir` is set.
@@ -361,9 +362,10 @@ impl ServerState {
             Storage::Sled(dir) => {
                 let cp = SledCheckpointer::open_with(dir, SledOptions::from_env())
                     .map_err(|e| ServerError::Storage(e.to_string()))?;
+                let events = EventStore::beside(cp.store(), limits)?;
                 (
                     GraphStorage::sled(cp).map_err(|e| ServerError::Storage(e.to_string()))?,
-                    EventStore::open(&dir.join("server-events"), limits)?,
+                    events,
                 )
             }
             Storage::Checkpointer {

@@ -169,6 +169,12 @@ impl SledStore {
         self.tree.syncs()
     }
 
+    /// Tree `name` of the same database behind the same write-ahead log: its writes share the
+    /// checkpoints' flushes (the server keeps its event log there).
+    pub fn tree_beside(&self, name: &str) -> Result<WalTree, CheckpointError> {
+        self.tree.sibling(name).map_err(backend)
+    }
+
     /// Moves every logged checkpoint into sled and empties the log (a clean close does this).
     pub fn drain(&self) -> Result<(), CheckpointError> {
         self.tree.drain().map_err(backend)

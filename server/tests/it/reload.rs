@@ -405,8 +405,9 @@ async fn a_thread_keeps_its_version_across_a_restart() {
     s.stop().await;
 
     // No thread is pinned any more: the next start drops the stored version.
-    let events = agentgraph_server::EventStore::open(
-        &db.path().join("server-events"),
+    let checkpoints = agentgraph_runtime::SledCheckpointer::open(db.path()).expect("open");
+    let events = agentgraph_server::EventStore::beside(
+        checkpoints.store(),
         agentgraph_server::EventLimits {
             events: 10,
             bytes: 1 << 20,

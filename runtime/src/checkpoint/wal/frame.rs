@@ -2,8 +2,12 @@
 //!
 //! ```text
 //! len u32 LE | crc32 u32 LE | payload (len bytes)
-//! payload = seq u64 | n_deletes u32 | (klen u32, key)* | n_puts u32 | (klen u32, key, vlen u32, value)*
+//! payload = seq u64 | tlen u32 | tree | n_deletes u32 | (klen u32, key)* | n_puts u32 | (klen u32, key, vlen u32, value)*
 //! ```
+//!
+//! `tree` names the sled tree the batch belongs to (one log serves every tree of a database).
+//! Logs written before that (`wal-NAME` folders, one tree each) have no `tlen | tree`: they are
+//! read as [`Format::OneTree`].
 //!
 //! The checksum covers the payload, so a record cut short by a crash (a torn tail) or damaged on
 //! disk is told apart from a whole one.
@@ -11,11 +15,22 @@
 /// Bytes before the payload: its length and its checksum.
 const HEADER: usize = 8;
 
+/// How records name their tree.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) enum Format {
+    /// Each record names its tree (the current layout).
+    Named,
+    /// Records of an older log for one tree: no name, [`Record::tree`] is empty.
+    OneTree,
+}
+
 /// One decoded batch.
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Record {
     /// Its place in the log, rising by one per batch.
     pub seq: u64,
+    /// The tree it belongs to (empty in a [`Format::OneTree`] log).
+    pub tree: Vec<u8>,
     /// Keys removed (applied first).
     pub deletes: Vec<Vec<u8>>,
     /// Keys set (applied after the deletes).
@@ -26,12 +41,15 @@ pub(super) struct Record {
 pub(super) fn append(
     out: &mut Vec<u8>,
     seq: u64,
+    tree: &[u8],
     puts: &[(Vec<u8>, Vec<u8>)],
     deletes: &[Vec<u8>],
 ) {
     let start = out.len();
     out.extend_from_slice(&[0; HEADER]);
     out.extend_from_slice(&seq.to_le_bytes());
+    out.extend_from_slice(&len32(tree.len()));
+    out.extend_from_slice(tree);
     out.extend_from_slice(&len32(deletes.len()));
     for k in deletes {
         out.extend_from_slice(&len32(k.len()));
@@ -71,7 +89,7 @@ pub(super) enum Read {
 }
 
 /// Decodes the record at `at` in `buf`.
-pub(super) fn read(buf: &[u8], at: usize) -> Read {
+pub(super) fn read(buf: &[u8], at: usize, format: Format) -> Read {
     if at == buf.len() {
         return Read::End;
     }
@@ -89,7 +107,7 @@ pub(super) fn read(buf: &[u8], at: usize) -> Read {
     if crc32fast::hash(payload) != crc {
         return Read::Torn;
     }
-    match decode(payload) {
+    match decode(payload, format) {
         Some(record) => Read::Record(record, at + HEADER + len),
         None => Read::Torn,
     }
@@ -124,7 +142,7 @@ impl Cursor<'_> {
     }
 }
 
-fn decode(payload: &[u8]) -> Option<Record> {
+fn decode(payload: &[u8], format: Format) -> Option<Record> {
     let mut c = Cursor {
         buf: payload,
         at: 0,
@@ -135,6 +153,9 @@ fn decode(payload: &[u8]) -> Option<Record> {
         seq: u64::from_le_bytes(seq),
         ..Record::default()
     };
+    if format == Format::Named {
+        record.tree = c.bytes()?;
+    }
     for _ in 0..c.u32()? {
         record.deletes.push(c.bytes()?);
     }
@@ -154,38 +175,45 @@ mod tests {
         append(
             &mut buf,
             7,
+            b"t",
             &[(b"k1".to_vec(), b"v1".to_vec())],
             &[b"gone".to_vec()],
         );
-        append(&mut buf, 8, &[(b"k2".to_vec(), Vec::new())], &[]);
+        append(&mut buf, 8, b"other", &[(b"k2".to_vec(), Vec::new())], &[]);
         buf
     }
 
     #[test]
     fn records_read_back_in_order() {
         let buf = two();
-        let Read::Record(first, next) = read(&buf, 0) else {
+        let Read::Record(first, next) = read(&buf, 0, Format::Named) else {
             panic!("first record")
         };
         assert_eq!(first.seq, 7);
+        assert_eq!(first.tree, b"t".to_vec());
         assert_eq!(first.deletes, vec![b"gone".to_vec()]);
         assert_eq!(first.puts, vec![(b"k1".to_vec(), b"v1".to_vec())]);
-        let Read::Record(second, end) = read(&buf, next) else {
+        let Read::Record(second, end) = read(&buf, next, Format::Named) else {
             panic!("second record")
         };
         assert_eq!(second.seq, 8);
+        assert_eq!(second.tree, b"other".to_vec());
         assert_eq!(second.puts, vec![(b"k2".to_vec(), Vec::new())]);
-        assert_eq!(read(&buf, end), Read::End);
+        assert_eq!(read(&buf, end, Format::Named), Read::End);
     }
 
     #[test]
     fn every_cut_of_the_last_record_is_torn() {
         let buf = two();
-        let Read::Record(_, second) = read(&buf, 0) else {
+        let Read::Record(_, second) = read(&buf, 0, Format::Named) else {
             panic!("first record")
         };
         for cut in second + 1..buf.len() {
-            assert_eq!(read(&buf[..cut], second), Read::Torn, "cut at {cut}");
+            assert_eq!(
+                read(&buf[..cut], second, Format::Named),
+                Read::Torn,
+                "cut at {cut}"
+            );
         }
     }
 
@@ -195,12 +223,36 @@ mod tests {
         for i in 0..buf.len() {
             let mut bad = buf.clone();
             bad[i] ^= 0x40;
-            let first = read(&bad, 0);
+            let first = read(&bad, 0, Format::Named);
             let whole = match first {
-                Read::Record(r, next) => r.seq == 7 && read(&bad, next) != Read::Torn,
+                Read::Record(r, next) => {
+                    r.seq == 7 && read(&bad, next, Format::Named) != Read::Torn
+                }
                 _ => false,
             };
             assert!(!whole, "a flip at byte {i} went unnoticed");
         }
+    }
+
+    #[test]
+    fn a_one_tree_log_reads_without_tree_names() {
+        // The layout of logs written before records named their tree: seq, deletes, puts.
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&5u64.to_le_bytes());
+        payload.extend_from_slice(&0u32.to_le_bytes());
+        payload.extend_from_slice(&1u32.to_le_bytes());
+        payload.extend_from_slice(&1u32.to_le_bytes());
+        payload.extend_from_slice(b"k");
+        payload.extend_from_slice(&1u32.to_le_bytes());
+        payload.extend_from_slice(b"v");
+        let mut buf = Vec::new();
+        buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        buf.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        buf.extend_from_slice(&payload);
+        let Read::Record(r, end) = read(&buf, 0, Format::OneTree) else {
+            panic!("the old record")
+        };
+        assert_eq!((r.seq, r.tree.len(), end), (5, 0, buf.len()));
+        assert_eq!(r.puts, vec![(b"k".to_vec(), b"v".to_vec())]);
     }
 }

@@ -1,4 +1,5 @@
-//! The merger: moves frozen overlay tables into sled, then lets the log forget them.
+//! The merger: moves frozen overlay tables (one per tree) into sled, then lets the log forget
+//! them.
 
 use super::{lock, Shared, WalError};
 use std::sync::atomic::Ordering;
@@ -17,11 +18,12 @@ pub(super) fn run(shared: &Shared) {
                 if s.broken.is_some() {
                     return;
                 }
-                let due = !s.active.is_empty() && last.elapsed() >= every;
+                let empty = s.active.iter().all(|t| t.is_empty());
+                let due = !empty && last.elapsed() >= every;
                 if s.closing || s.active_bytes >= shared.settings.merge_bytes || due {
                     break;
                 }
-                let wait = if s.active.is_empty() {
+                let wait = if empty {
                     every
                 } else {
                     every.saturating_sub(last.elapsed())
@@ -58,10 +60,11 @@ pub(super) fn merge_now(shared: &Shared) -> Result<(), WalError> {
         if let Some(e) = &s.broken {
             return Err(WalError::Broken(e.clone()));
         }
-        if s.active.is_empty() {
+        if s.active.iter().all(|t| t.is_empty()) {
             return Ok(());
         }
-        let table = Arc::new(std::mem::take(&mut s.active));
+        let fresh = (0..s.active.len()).map(|_| Default::default()).collect();
+        let table = Arc::new(std::mem::replace(&mut s.active, fresh));
         s.active_bytes = 0;
         shared.write_frozen().push(table.clone());
         (table, s.next_seq - 1)
@@ -73,10 +76,16 @@ pub(super) fn merge_now(shared: &Shared) -> Result<(), WalError> {
         // Key by key, not in sled batches: sled 0.34 applies a batch under a process-wide
         // write lock that every read of every tree then waits for, which stalled the runs
         // reading meanwhile. A merge needs no atomicity (see above).
-        for (k, v) in table.iter() {
-            match v {
-                Some(v) => shared.tree.insert(k.as_slice(), v.as_slice()).map(drop)?,
-                None => shared.tree.remove(k.as_slice()).map(drop)?,
+        for (tag, entries) in table.iter().enumerate() {
+            if entries.is_empty() {
+                continue;
+            }
+            let tree = shared.tree(tag);
+            for (k, v) in entries.iter() {
+                match v {
+                    Some(v) => tree.insert(k.as_slice(), v.as_slice()).map(drop)?,
+                    None => tree.remove(k.as_slice()).map(drop)?,
+                }
             }
         }
         shared.db.flush()?;

@@ -1,17 +1,24 @@
-//! A write-ahead log in front of a sled tree: the sled checkpointer's fast durable path.
+//! A write-ahead log in front of the trees of a sled database: the sled checkpointer's fast
+//! durable path, shared by every tree opened through it ([`WalTree::sibling`]: the server's
+//! events live beside the checkpoints, so one flush makes both durable).
 //!
 //! sled makes a batch durable by flushing its own log, which on Linux costs a page-cache write
 //! of every dirty page plus `sync_file_range` per flush, and its per-key insert path costs tens
 //! of microseconds of CPU: with many concurrent runs the CPU, not the disk, became the limit. A
 //! [`WalTree`] takes sled off the durable path:
 //!
-//! 1. **apply** frames the batch onto an in-memory log buffer and records it in the active
-//!    overlay table (reads see it at once), under one lock, so log order = apply order.
+//! 1. **apply** frames the batch (naming its tree) onto an in-memory log buffer and records it
+//!    in the tree's active overlay table (reads see it at once), under one lock, so log order
+//!    = apply order across trees.
 //! 2. **flush** (through a [`GroupCommit`], shared by every concurrent caller) appends the buffer
 //!    to the current segment file and `fdatasync`s it: one write and one sync for all of them.
 //! 3. A **merger** thread freezes the overlay every [`WalSettings::merge_every`] or when it
 //!    holds [`WalSettings::merge_bytes`], syncs the log up to it, applies it to sled, flushes
-//!    sled, then drops the frozen table and deletes the segments it covered.
+//!    sled, then drops the frozen tables and deletes the segments they covered.
+//!
+//! The log lives in the database's folder as `wal/`; a `wal-NAME/` folder is the log of an
+//! older version (one tree, records without tree names), replayed into tree `NAME` on open
+//! and then removed.
 //!
 //! Reads look in the active table, then the frozen ones (newest first), then sled; data only
 //! moves in that direction, and a table is dropped only once sled holds its entries.
@@ -88,21 +95,36 @@ impl Default for WalSettings {
     }
 }
 
-/// A sled tree behind a write-ahead log (see the module docs).
+/// A sled tree behind the write-ahead log of its database (see the module docs). Trees of one
+/// database opened through [`WalTree::sibling`] share the log, its flushes and its merger.
 pub struct WalTree {
+    log: Arc<Log>,
+    /// The tree's index in [`Shared::trees`] and in every table set.
+    tag: usize,
+    /// The tree's name, written into each record.
+    name: Arc<[u8]>,
+}
+
+/// The log of one database: what every [`WalTree`] of it shares. Dropping the last one stops
+/// the merger, which drains the log into sled first.
+struct Log {
     shared: Arc<Shared>,
     commit: GroupCommit,
-    merger: Option<std::thread::JoinHandle<()>>,
+    merger: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
+
+/// One overlay table per tree, indexed by tag (a tree opened later has none in older sets).
+type Tables = Vec<Table>;
 
 struct Shared {
     db: sled::Db,
-    tree: sled::Tree,
+    /// The trees by tag, with their names. Never held while `state` is taken.
+    trees: RwLock<Vec<(Arc<[u8]>, sled::Tree)>>,
     state: Mutex<State>,
     /// Wakes the merger (work to do, or closing) and writers held back by a full overlay.
     wake: Condvar,
-    /// Tables frozen for merging, oldest first. Lock order: `state`, then `frozen`.
-    frozen: RwLock<Vec<Arc<Table>>>,
+    /// Table sets frozen for merging, oldest first. Lock order: `state`, then `frozen`.
+    frozen: RwLock<Vec<Arc<Tables>>>,
     log: Mutex<Segments>,
     /// Held by a merge from freezing a table to dropping it, so tables reach sled in order.
     merging: Mutex<()>,
@@ -119,7 +141,7 @@ struct State {
     /// Framed batches not yet written to the segment file.
     pending: Vec<u8>,
     pending_max: u64,
-    active: Table,
+    active: Tables,
     active_bytes: usize,
     closing: bool,
     /// Set by a failure that leaves the log out of step with the tables.
@@ -131,31 +153,43 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl WalTree {
-    /// Opens tree `name` of `db`, the sled database in folder `sled_dir`, with its log in
-    /// `sled_dir/wal-NAME`: replays what a crash left in the log into sled, makes sled durable,
-    /// starts an empty log and the merger.
+    /// Opens tree `name` of `db`, the sled database in folder `sled_dir`, with the database's
+    /// log in `sled_dir/wal`: replays what a crash left in the log (and in an older version's
+    /// `sled_dir/wal-NAME`) into sled, makes sled durable, starts an empty log and the merger.
+    /// Other trees of the database join the log with [`WalTree::sibling`].
     pub fn open(
         db: sled::Db,
         name: &str,
         sled_dir: &Path,
         settings: WalSettings,
     ) -> Result<Self, WalError> {
-        let dir = &sled_dir.join(format!("wal-{name}"));
+        let dir = &sled_dir.join("wal");
+        let legacy = &sled_dir.join(format!("wal-{name}"));
         let sled_path = sled_dir.join("db");
         let sled_file = std::fs::File::open(&sled_path).map_err(|source| WalError::Io {
             path: sled_path.clone(),
             source,
         })?;
         let tree = db.open_tree(name)?;
+        let mut trees: Vec<(Arc<[u8]>, sled::Tree)> =
+            vec![(Arc::from(name.as_bytes()), tree.clone())];
         // Key by key (see `merge.rs` on sled batches); a replay cut short is replayed again.
-        let replayed = segments::replay(dir, &mut |record| {
-            for k in record.deletes {
-                tree.remove(k)?;
-            }
-            for (k, v) in record.puts {
-                tree.insert(k, v)?;
-            }
-            Ok(())
+        // The older log first: a current log only exists once it was replayed and removed.
+        let mut replayed = segments::replay(legacy, frame::Format::OneTree, &mut |record| {
+            replay_into(&tree, record)
+        })?;
+        replayed += segments::replay(dir, frame::Format::Named, &mut |record| {
+            let at = match trees.iter().position(|(n, _)| **n == *record.tree) {
+                Some(at) => at,
+                None => {
+                    trees.push((
+                        Arc::from(record.tree.as_slice()),
+                        db.open_tree(&record.tree)?,
+                    ));
+                    trees.len() - 1
+                }
+            };
+            replay_into(&trees[at].1, record)
         })?;
         if replayed > 0 {
             tracing::info!(batches = replayed, dir = %dir.display(), "write-ahead log replayed into sled");
@@ -165,16 +199,20 @@ impl WalTree {
                 source,
             })?;
         }
+        segments::remove_folder(legacy)?;
         segments::remove_all(dir)?;
         let log = Segments::create(dir, 1, settings.segment_bytes)?;
+        // Only the opened tree is served; trees met in the replay are opened again by their
+        // users through `sibling`.
+        trees.truncate(1);
         let shared = Arc::new(Shared {
             db,
-            tree,
+            trees: RwLock::new(trees),
             state: Mutex::new(State {
                 next_seq: 1,
                 pending: Vec::new(),
                 pending_max: 0,
-                active: Table::new(),
+                active: vec![Table::new()],
                 active_bytes: 0,
                 closing: false,
                 broken: None,
@@ -199,29 +237,61 @@ impl WalTree {
                 source,
             })?;
         Ok(WalTree {
-            shared,
-            commit,
-            merger: Some(merger),
+            log: Arc::new(Log {
+                shared,
+                commit,
+                merger: Mutex::new(Some(merger)),
+            }),
+            tag: 0,
+            name: Arc::from(name.as_bytes()),
         })
+    }
+
+    /// Tree `name` of the same database behind the same log: its batches share this tree's
+    /// flushes and merges, so one flush makes the writes of both durable.
+    pub fn sibling(&self, name: &str) -> Result<WalTree, WalError> {
+        let shared = &self.log.shared;
+        let tag = {
+            let mut trees = shared.trees.write().unwrap_or_else(|p| p.into_inner());
+            match trees.iter().position(|(n, _)| **n == *name.as_bytes()) {
+                Some(tag) => tag,
+                None => {
+                    trees.push((Arc::from(name.as_bytes()), shared.db.open_tree(name)?));
+                    trees.len() - 1
+                }
+            }
+        };
+        Ok(WalTree {
+            log: self.log.clone(),
+            tag,
+            name: Arc::from(name.as_bytes()),
+        })
+    }
+
+    /// The sled tree underneath (what the merges have moved so far).
+    #[cfg(test)]
+    fn sled_tree(&self) -> sled::Tree {
+        self.log.shared.tree(self.tag)
     }
 
     /// One value.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, WalError> {
+        let shared = &self.log.shared;
         {
-            let s = lock(&self.shared.state);
-            if let Some(v) = s.active.get(key) {
+            let s = lock(&shared.state);
+            if let Some(v) = s.active.get(self.tag).and_then(|t| t.get(key)) {
                 return Ok(v.clone());
             }
         }
         {
-            let frozen = self.shared.read_frozen();
-            for t in frozen.iter().rev() {
-                if let Some(v) = t.get(key) {
+            let frozen = shared.read_frozen();
+            for set in frozen.iter().rev() {
+                if let Some(v) = set.get(self.tag).and_then(|t| t.get(key)) {
                     return Ok(v.clone());
                 }
             }
         }
-        Ok(self.shared.tree.get(key)?.map(|v| v.to_vec()))
+        Ok(shared.tree(self.tag).get(key)?.map(|v| v.to_vec()))
     }
 
     /// Visits keys in `[start, end)` in order (or reverse) until `visit` returns false.
@@ -235,16 +305,22 @@ impl WalTree {
         if start >= end {
             return Ok(());
         }
+        let shared = &self.log.shared;
         let mut top = Table::new();
         {
-            let s = lock(&self.shared.state);
-            let frozen = self.shared.read_frozen();
-            for t in frozen.iter() {
+            let s = lock(&shared.state);
+            let frozen = shared.read_frozen();
+            for set in frozen.iter() {
+                if let Some(t) = set.get(self.tag) {
+                    overlay::copy_range(t, start, end, &mut top);
+                }
+            }
+            if let Some(t) = s.active.get(self.tag) {
                 overlay::copy_range(t, start, end, &mut top);
             }
-            overlay::copy_range(&s.active, start, end, &mut top);
         }
-        let range = self.shared.tree.range(start..end);
+        let tree = shared.tree(self.tag);
+        let range = tree.range(start..end);
         if reverse {
             overlay::merged_scan(&top, range.rev(), true, visit)?;
         } else {
@@ -260,13 +336,13 @@ impl WalTree {
         puts: Vec<(Vec<u8>, Vec<u8>)>,
         deletes: Vec<Vec<u8>>,
     ) -> Result<(), WalError> {
-        let mut s = lock(&self.shared.state);
+        let shared = &self.log.shared;
+        let mut s = lock(&shared.state);
         // A merger far behind holds writers back rather than letting the overlay grow
         // without bound (it only happens when sled cannot keep up for seconds).
-        while s.active_bytes >= 4 * self.shared.settings.merge_bytes && s.broken.is_none() {
-            self.shared.wake.notify_all();
-            s = self
-                .shared
+        while s.active_bytes >= 4 * shared.settings.merge_bytes && s.broken.is_none() {
+            shared.wake.notify_all();
+            s = shared
                 .wake
                 .wait_timeout(s, Duration::from_millis(50))
                 .map(|(g, _)| g)
@@ -277,59 +353,63 @@ impl WalTree {
         }
         let seq = s.next_seq;
         s.next_seq += 1;
-        frame::append(&mut s.pending, seq, &puts, &deletes);
+        frame::append(&mut s.pending, seq, &self.name, &puts, &deletes);
         s.pending_max = seq;
-        let added = overlay::record(&mut s.active, puts, deletes);
+        if s.active.len() <= self.tag {
+            s.active.resize_with(self.tag + 1, Table::new);
+        }
+        let added = overlay::record(&mut s.active[self.tag], puts, deletes);
         s.active_bytes += added;
-        if s.active_bytes >= self.shared.settings.merge_bytes {
-            self.shared.wake.notify_all();
+        if s.active_bytes >= shared.settings.merge_bytes {
+            shared.wake.notify_all();
         }
         Ok(())
     }
 
     /// Returns once every batch applied before the call is durable (group commit).
     pub async fn flush(&self) -> Result<(), String> {
-        self.commit.flush().await
+        self.log.commit.flush().await
     }
 
     /// Returns once every batch applied before the call is durable, sharing any flush that
     /// starts within `delay` and starting one only when none has (see
     /// [`GroupCommit::flush_within`]).
     pub async fn flush_within(&self, delay: Duration) -> Result<(), String> {
-        self.commit.flush_within(delay).await
+        self.log.commit.flush_within(delay).await
     }
 
     /// [`WalTree::flush`] for a caller outside an async runtime: syncs the log on this thread
     /// (waiting for a sync in progress first).
     pub fn flush_blocking(&self) -> Result<(), WalError> {
-        self.shared.sync_log()
+        self.log.shared.sync_log()
     }
 
-    /// Syncs of the log and flushes of sled issued since open.
+    /// Syncs of the log and flushes of sled issued since open (shared by the siblings).
     pub fn syncs(&self) -> u64 {
-        self.shared.syncs.load(Ordering::Relaxed)
+        self.log.shared.syncs.load(Ordering::Relaxed)
     }
 
     /// The sled database.
     pub fn db(&self) -> &sled::Db {
-        &self.shared.db
+        &self.log.shared.db
     }
 
     /// Moves everything logged into sled, flushes sled and empties the log, then returns; the
     /// tree stays usable. A clean close does this, so the next open replays nothing.
     pub fn drain(&self) -> Result<(), WalError> {
-        merge::merge_now(&self.shared)
+        merge::merge_now(&self.log.shared)
     }
 }
 
-impl Drop for WalTree {
+impl Drop for Log {
     fn drop(&mut self) {
         {
             let mut s = lock(&self.shared.state);
             s.closing = true;
         }
         self.shared.wake.notify_all();
-        if let Some(merger) = self.merger.take() {
+        let merger = lock(&self.merger).take();
+        if let Some(merger) = merger {
             // The merger drains what is left before it ends; a panic there was already
             // reported by the panic hook, and the log still holds every durable batch.
             let _ = merger.join();
@@ -337,13 +417,30 @@ impl Drop for WalTree {
     }
 }
 
+/// Applies a replayed record to `tree`, key by key.
+fn replay_into(tree: &sled::Tree, record: frame::Record) -> Result<(), WalError> {
+    for k in record.deletes {
+        tree.remove(k)?;
+    }
+    for (k, v) in record.puts {
+        tree.insert(k, v)?;
+    }
+    Ok(())
+}
+
 impl Shared {
-    fn read_frozen(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Table>>> {
+    fn read_frozen(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Tables>>> {
         self.frozen.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write_frozen(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<Table>>> {
+    fn write_frozen(&self) -> std::sync::RwLockWriteGuard<'_, Vec<Arc<Tables>>> {
         self.frozen.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The sled tree of `tag` (every tag handed out has one).
+    fn tree(&self, tag: usize) -> sled::Tree {
+        let trees = self.trees.read().unwrap_or_else(|p| p.into_inner());
+        trees[tag].1.clone()
     }
 
     /// Writes the pending batches to the segment file and syncs it. One writer at a time (the

@@ -11,7 +11,7 @@
 //! about the disk's overwrite floor instead of a journal commit each time. Reading stops at
 //! the first zero header of the newest segment.
 
-use super::frame::{self, Read, Record};
+use super::frame::{self, Format, Read, Record};
 use super::WalError;
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
@@ -80,6 +80,7 @@ fn list(dir: &Path) -> Result<Vec<PathBuf>, WalError> {
 /// Returns the number of records read.
 pub(super) fn replay(
     dir: &Path,
+    format: Format,
     apply: &mut dyn FnMut(Record) -> Result<(), WalError>,
 ) -> Result<u64, WalError> {
     let files = list(dir)?;
@@ -88,7 +89,7 @@ pub(super) fn replay(
         let buf = std::fs::read(path).map_err(io(path))?;
         let mut at = 0;
         loop {
-            match frame::read(&buf, at) {
+            match frame::read(&buf, at, format) {
                 Read::Record(record, next) => {
                     apply(record)?;
                     count += 1;
@@ -127,6 +128,16 @@ pub(super) fn remove_all(dir: &Path) -> Result<(), WalError> {
         std::fs::remove_file(path).map_err(io(path))?;
     }
     sync_dir(dir)
+}
+
+/// Deletes the folder `dir` of an older log once its segments are gone (nothing if missing).
+pub(super) fn remove_folder(dir: &Path) -> Result<(), WalError> {
+    remove_all(dir)?;
+    match std::fs::remove_dir(dir) {
+        Ok(()) => dir.parent().map_or(Ok(()), sync_dir),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io(dir)(e)),
+    }
 }
 
 impl Segments {
@@ -247,6 +258,7 @@ mod tests {
         frame::append(
             &mut buf,
             seq,
+            b"t",
             &[(key.as_bytes().to_vec(), b"v".to_vec())],
             &[],
         );
@@ -255,7 +267,7 @@ mod tests {
 
     fn keys(dir: &Path) -> Result<Vec<String>, WalError> {
         let mut out = Vec::new();
-        replay(dir, &mut |r| {
+        replay(dir, Format::Named, &mut |r| {
             for (k, _) in r.puts {
                 out.push(String::from_utf8_lossy(&k).into_owned());
             }

@@ -61,7 +61,7 @@ async fn reads_see_the_overlay_over_sled_and_deletes_hide_sled_values() {
         .expect("apply");
     t.drain().expect("drain");
     assert_eq!(
-        t.shared.tree.len(),
+        t.sled_tree().len(),
         3,
         "the drain moved the batch into sled"
     );
@@ -73,7 +73,7 @@ async fn reads_see_the_overlay_over_sled_and_deletes_hide_sled_values() {
     assert_eq!(all(&t, true), ["d=4", "b=20", "a=1"]);
     t.drain().expect("drain");
     assert_eq!(all(&t, false), ["a=1", "b=20", "d=4"]);
-    assert_eq!(t.shared.tree.get(b"c").expect("sled"), None);
+    assert_eq!(t.sled_tree().get(b"c").expect("sled"), None);
 }
 
 #[tokio::test]
@@ -86,17 +86,15 @@ async fn flushed_batches_survive_a_crash_before_any_merge() {
     t.apply(vec![put("b", "3")], vec![b"a".to_vec()])
         .expect("apply");
     t.flush().await.expect("flush");
-    assert_eq!(t.shared.tree.len(), 0, "nothing merged into sled yet");
+    assert_eq!(t.sled_tree().len(), 0, "nothing merged into sled yet");
     let crashed = dir.path().join("crashed");
     snapshot(&live, &crashed);
 
     let back = open(&crashed, lazy());
     assert_eq!(all(&back, false), ["b=3"], "the log was replayed in order");
-    assert_eq!(back.shared.tree.len(), 1, "the replay went into sled");
+    assert_eq!(back.sled_tree().len(), 1, "the replay went into sled");
     assert_eq!(
-        std::fs::read_dir(crashed.join("wal-t"))
-            .expect("wal")
-            .count(),
+        std::fs::read_dir(crashed.join("wal")).expect("wal").count(),
         1,
         "the replayed segments are gone; one fresh segment"
     );
@@ -132,7 +130,7 @@ async fn a_torn_tail_is_dropped_on_open() {
     t.flush().await.expect("flush");
     let crashed = dir.path().join("crashed");
     snapshot(&live, &crashed);
-    let segment = std::fs::read_dir(crashed.join("wal-t"))
+    let segment = std::fs::read_dir(crashed.join("wal"))
         .expect("wal")
         .next()
         .expect("a segment")
@@ -140,13 +138,16 @@ async fn a_torn_tail_is_dropped_on_open() {
         .path();
     let mut bytes = std::fs::read(&segment).expect("read");
     // The segment is zero-filled ahead of its records: keep the record, then a cut one.
-    let frame::Read::Record(_, end) = frame::read(&bytes, 0) else {
+    let frame::Read::Record(_, end) = frame::read(&bytes, 0, frame::Format::Named) else {
         panic!("the flushed record")
     };
-    assert_eq!(frame::read(&bytes, end), frame::Read::Zeros);
+    assert_eq!(
+        frame::read(&bytes, end, frame::Format::Named),
+        frame::Read::Zeros
+    );
     bytes.truncate(end);
     let mut torn = Vec::new();
-    frame::append(&mut torn, 2, &[put("b", "2")], &[]);
+    frame::append(&mut torn, 2, b"t", &[put("b", "2")], &[]);
     bytes.extend_from_slice(&torn[..torn.len() - 1]);
     std::fs::write(&segment, bytes).expect("write");
     let back = open(&crashed, lazy());
@@ -170,15 +171,15 @@ async fn the_merger_moves_a_full_overlay_into_sled_and_trims_the_log() {
         t.flush().await.expect("flush");
     }
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while t.shared.tree.len() < 150 && std::time::Instant::now() < deadline {
+    while t.sled_tree().len() < 150 && std::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     assert!(
-        t.shared.tree.len() >= 150,
+        t.sled_tree().len() >= 150,
         "merged: {}",
-        t.shared.tree.len()
+        t.sled_tree().len()
     );
-    let segments = std::fs::read_dir(dir.path().join("wal-t"))
+    let segments = std::fs::read_dir(dir.path().join("wal"))
         .expect("wal")
         .count();
     assert!(segments <= 4, "{segments} segments left after merges");
@@ -217,4 +218,66 @@ fn drop_drains_so_the_next_open_replays_nothing() {
     let db = sled::Config::new().path(dir.path()).open().expect("sled");
     let tree = db.open_tree("t").expect("tree");
     assert_eq!(tree.get(b"a").expect("get").as_deref(), Some(&b"1"[..]));
+}
+
+#[tokio::test]
+async fn sibling_trees_share_one_log_and_replay_into_their_own_trees() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let live = dir.path().join("live");
+    let t = open(&live, lazy());
+    let other = t.sibling("other").expect("sibling");
+    t.apply(vec![put("k", "in t")], vec![]).expect("apply");
+    other
+        .apply(vec![put("k", "in other"), put("o", "1")], vec![])
+        .expect("apply");
+    // One flush makes both durable: the sibling's batch is in the same log.
+    let before = t.syncs();
+    t.flush().await.expect("flush");
+    assert_eq!(t.syncs(), before + 1);
+    other.flush().await.expect("nothing left to sync");
+    assert_eq!(
+        t.syncs(),
+        before + 1,
+        "the sibling's flush found nothing to sync"
+    );
+    assert_eq!(get(&t, "k").as_deref(), Some("in t"));
+    assert_eq!(get(&other, "k").as_deref(), Some("in other"));
+    assert_eq!(all(&t, false), ["k=in t"]);
+    let crashed = dir.path().join("crashed");
+    snapshot(&live, &crashed);
+
+    let back = open(&crashed, lazy());
+    let back_other = back.sibling("other").expect("sibling");
+    assert_eq!(all(&back, false), ["k=in t"]);
+    assert_eq!(all(&back_other, false), ["k=in other", "o=1"]);
+    assert_eq!(
+        back_other.sled_tree().len(),
+        2,
+        "replayed into its own sled tree"
+    );
+}
+
+#[tokio::test]
+async fn the_log_of_an_older_version_is_replayed_and_removed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A `wal-t` folder as an older version left it: records without tree names.
+    let legacy = dir.path().join("wal-t");
+    std::fs::create_dir_all(&legacy).expect("mkdir");
+    let mut payload = Vec::new();
+    payload.extend_from_slice(&1u64.to_le_bytes());
+    payload.extend_from_slice(&0u32.to_le_bytes());
+    payload.extend_from_slice(&1u32.to_le_bytes());
+    payload.extend_from_slice(&3u32.to_le_bytes());
+    payload.extend_from_slice(b"old");
+    payload.extend_from_slice(&5u32.to_le_bytes());
+    payload.extend_from_slice(b"value");
+    let mut segment = Vec::new();
+    segment.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+    segment.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    segment.extend_from_slice(&payload);
+    std::fs::write(legacy.join(format!("{:020}.log", 1)), segment).expect("segment");
+    let t = open(dir.path(), lazy());
+    assert_eq!(all(&t, false), ["old=value"]);
+    assert_eq!(t.sled_tree().len(), 1, "replayed into sled");
+    assert!(!legacy.exists(), "the older log is removed once replayed");
 }

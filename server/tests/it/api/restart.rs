@@ -93,7 +93,8 @@ async fn a_run_left_mid_way_by_a_killed_server_ends_interrupted_on_restart() {
             events: 500,
             bytes: 1 << 20,
         };
-        let store = EventStore::open(&db.join("server-events"), limits).expect("open");
+        let checkpoints = agentgraph_runtime::SledCheckpointer::open(&db).expect("open");
+        let store = EventStore::beside(checkpoints.store(), limits).expect("open");
         // The store gives each event its id.
         let ev =
             |mode: &str, data: Value| json!({"ns": [], "mode": mode, "node": null, "data": data});
