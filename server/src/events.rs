@@ -1141,4 +1141,58 @@ mod tests {
             "the old trees were dropped, not moved twice"
         );
     }
+
+    #[tokio::test(flavor = "multi_thread")]
+    async fn an_older_servers_events_folder_is_moved_beside_the_checkpoints() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let legacy = dir.path().join(LEGACY_FOLDER);
+        {
+            let old = EventStore::open(&legacy, LIMITS).expect("open the old folder");
+            for status in ["started", "done"] {
+                old.append(
+                    "t1",
+                    serde_json::json!({"mode": "run", "data": {"status": status}}),
+                )
+                .expect("append");
+            }
+            old.set_graph("t1", "chat.ag").expect("graph");
+            old.flush().expect("flush");
+        }
+        {
+            let cp = agentgraph_runtime::SledCheckpointer::open(dir.path()).expect("checkpoints");
+            let store = EventStore::beside(cp.store(), LIMITS).expect("beside");
+            assert!(!legacy.exists(), "the folder is gone once moved");
+            let events = store.hub("t1").expect("hub").after(0);
+            let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+            assert_eq!(seqs, [1, 2]);
+            assert!(
+                events[1].json.contains(r#""status":"done""#),
+                "{}",
+                events[1].json
+            );
+            assert_eq!(
+                store.graph_of("t1").expect("graph").as_deref(),
+                Some("chat.ag")
+            );
+            let seq = store
+                .append(
+                    "t1",
+                    serde_json::json!({"mode": "run", "data": {"status": "done"}}),
+                )
+                .expect("append");
+            assert_eq!(seq, 3, "ids go on after the moved ones");
+            store.flush().expect("flush");
+        }
+        // Reopened: everything is in the checkpoints' database now.
+        let cp = agentgraph_runtime::SledCheckpointer::open(dir.path()).expect("checkpoints");
+        let store = EventStore::beside(cp.store(), LIMITS).expect("beside");
+        let seqs: Vec<u64> = store
+            .hub("t1")
+            .expect("hub")
+            .after(0)
+            .iter()
+            .map(|e| e.seq)
+            .collect();
+        assert_eq!(seqs, [1, 2, 3]);
+    }
 }
