@@ -15,5 +15,6 @@ mod portable;
 mod reducer_index;
 mod reducer_props;
 mod send_sync;
+mod sled_and_group_commit;
 mod smoke;
 mod store;

@@ -5,6 +5,7 @@ mod agent;
 mod api;
 mod auth;
 mod background_tasks;
+mod event_packs;
 mod reload;
 mod snapshots;
 mod store;
