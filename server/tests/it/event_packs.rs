@@ -1,13 +1,17 @@
 //! The sled-backed event log after a run ends: its events are packed into one key, read back
 //! whole (and bounded) when the store is reopened, seen through by `close_unfinished_runs`; and
-//! events are published to live readers once durable, each within a bounded time.
+//! events are published to live readers once durable, each within a bounded time. Most tests
+//! run twice: on a log in a sled folder of its own (`EventStore::open`) and on one in the sled
+//! checkpointer's database (`EventStore::beside`, what `agentgraph serve` uses).
 //!
 //! Every expected id and envelope comes from what the test appended: a fresh thread's ids start
 //! at 1 and rise by one, and a stored envelope is the one appended with its id as `seq`.
 
+use agentgraph_runtime::checkpoint::SledCheckpointer;
 use agentgraph_server::{EventLimits, EventStore, Replayed};
 use futures::StreamExt;
 use serde_json::{json, Value};
+use std::ops::Deref;
 use std::path::Path;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -16,6 +20,66 @@ const LIMITS: EventLimits = EventLimits {
     events: 1000,
     bytes: 1 << 20,
 };
+
+/// Where the event log lives.
+#[derive(Debug, Clone, Copy)]
+enum Home {
+    /// A sled database of its own in a folder ([`EventStore::open`]).
+    Folder,
+    /// Tree `server` of the sled checkpointer's database, behind its write-ahead log
+    /// ([`EventStore::beside`], what `agentgraph serve` uses).
+    Beside,
+}
+
+/// An open event log, with the checkpointer whose database holds it when it lives beside the
+/// checkpoints (dropped after the log).
+struct Log {
+    events: EventStore,
+    _checkpoints: Option<SledCheckpointer>,
+}
+
+impl Deref for Log {
+    type Target = EventStore;
+    fn deref(&self) -> &EventStore {
+        &self.events
+    }
+}
+
+/// Opens the event log of folder `dir` in `home`.
+fn open_log(home: Home, dir: &Path, limits: EventLimits) -> Log {
+    match home {
+        Home::Folder => Log {
+            events: EventStore::open(dir, limits).expect("open the event folder"),
+            _checkpoints: None,
+        },
+        Home::Beside => {
+            let cp = SledCheckpointer::open(dir).expect("open the checkpoints");
+            let events = EventStore::beside(cp.store(), limits).expect("the events beside");
+            Log {
+                events,
+                _checkpoints: Some(cp),
+            }
+        }
+    }
+}
+
+/// Two tests of `$test`, an `async fn(Home)`: `$test::in_a_folder_of_its_own` and
+/// `$test::beside_the_checkpoints`.
+macro_rules! in_both_homes {
+    ($test:ident) => {
+        mod $test {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn in_a_folder_of_its_own() {
+                super::$test(super::Home::Folder).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn beside_the_checkpoints() {
+                super::$test(super::Home::Beside).await;
+            }
+        }
+    };
+}
 
 /// What a reader got, comparable: an event as its id and parsed JSON, or a gap.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,26 +189,21 @@ async fn visible(store: &EventStore, thread: &str, last: u64) -> Vec<Got> {
     .expect("a stopped replay ends")
 }
 
-/// Drops `store` (its last events published first, so the tasks that publish them let go of
-/// the folder) and opens the folder again.
-async fn reopen(
-    store: EventStore,
-    dir: &Path,
-    limits: EventLimits,
-    threads: &[&str],
-) -> EventStore {
+/// Drops `log` (its last events published first, so the tasks that publish them let go of
+/// the database) and opens it again.
+async fn reopen(log: Log, home: Home, dir: &Path, limits: EventLimits, threads: &[&str]) -> Log {
     for thread in threads {
-        let next = store.next_seq(thread).expect("next id");
+        let next = log.next_seq(thread).expect("next id");
         if next > 1 {
-            published(&store, thread, next - 1).await;
+            published(&log, thread, next - 1).await;
         }
     }
-    drop(store);
-    EventStore::open(dir, limits).expect("reopen")
+    drop(log);
+    open_log(home, dir, limits)
 }
 
-/// The keys under which `thread`'s events are stored in the folder of a closed store, in key
-/// order (module docs of `events.rs`: `E thread 0 seq` for one event, `E thread 0 first last`
+/// The keys under which `thread`'s events are stored in tree `server` of the sled database in
+/// `dir`, once closed (its log merged into sled), in key order (module docs of `events.rs`: `E thread 0 seq` for one event, `E thread 0 first last`
 /// for a pack): `(seq, None)` or `(first, Some(last))`.
 fn stored_keys(dir: &Path, thread: &str) -> Vec<(u64, Option<u64>)> {
     let db = agentgraph_runtime::checkpoint::open_sled(&sled::Config::new().path(dir))
@@ -167,16 +226,15 @@ fn stored_keys(dir: &Path, thread: &str) -> Vec<(u64, Option<u64>)> {
         .collect()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_packed_run_comes_back_whole_after_a_reopen_and_the_next_run_is_packed_too() {
+async fn a_packed_run_comes_back_whole_after_a_reopen_and_the_next_run_is_packed_too(home: Home) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = EventStore::open(dir.path(), LIMITS).expect("open");
+    let store = open_log(home, dir.path(), LIMITS);
     let first = run(&store, "t1", "r1", 5);
     assert_eq!(ids(&first), (1..=7).collect::<Vec<_>>());
     published(&store, "t1", 7).await;
     assert_eq!(visible(&store, "t1", 0).await, first, "before the reopen");
 
-    let store = reopen(store, dir.path(), LIMITS, &["t1"]).await;
+    let store = reopen(store, home, dir.path(), LIMITS, &["t1"]).await;
     assert_eq!(visible(&store, "t1", 0).await, first, "after the reopen");
     assert_eq!(
         visible(&store, "t1", 3).await,
@@ -192,7 +250,7 @@ async fn a_packed_run_comes_back_whole_after_a_reopen_and_the_next_run_is_packed
     published(&store, "t1", 11).await;
     assert_eq!(visible(&store, "t1", 0).await, both);
 
-    let store = reopen(store, dir.path(), LIMITS, &["t1"]).await;
+    let store = reopen(store, home, dir.path(), LIMITS, &["t1"]).await;
     assert_eq!(
         visible(&store, "t1", 0).await,
         both,
@@ -206,10 +264,13 @@ async fn a_packed_run_comes_back_whole_after_a_reopen_and_the_next_run_is_packed
     assert_eq!(keys, [(1, Some(7)), (8, Some(11))]);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_in_flight_stays_loose_beside_the_packs_and_is_packed_with_a_lone_leftover() {
+in_both_homes!(a_packed_run_comes_back_whole_after_a_reopen_and_the_next_run_is_packed_too);
+
+async fn a_run_in_flight_stays_loose_beside_the_packs_and_is_packed_with_a_lone_leftover(
+    home: Home,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = EventStore::open(dir.path(), LIMITS).expect("open");
+    let store = open_log(home, dir.path(), LIMITS);
     // A packed run (1..=4), then one that has not ended when the store closes.
     let mut sent = run(&store, "t1", "r1", 2);
     sent.push(append(
@@ -221,7 +282,7 @@ async fn a_run_in_flight_stays_loose_beside_the_packs_and_is_packed_with_a_lone_
     store.set_running("t1", Some("r2")).expect("running");
     sent.push(append(&store, "t1", "updates", update("r2", 0)));
     assert_eq!(ids(&sent), (1..=6).collect::<Vec<_>>());
-    let store = reopen(store, dir.path(), LIMITS, &["t1"]).await;
+    let store = reopen(store, home, dir.path(), LIMITS, &["t1"]).await;
     assert_eq!(visible(&store, "t1", 0).await, sent);
     drop(store);
     assert_eq!(
@@ -230,7 +291,7 @@ async fn a_run_in_flight_stays_loose_beside_the_packs_and_is_packed_with_a_lone_
     );
 
     // It ends in the reopened store: its events (read back one per key) are packed.
-    let store = EventStore::open(dir.path(), LIMITS).expect("reopen");
+    let store = open_log(home, dir.path(), LIMITS);
     sent.push(append(
         &store,
         "t1",
@@ -248,7 +309,7 @@ async fn a_run_in_flight_stays_loose_beside_the_packs_and_is_packed_with_a_lone_
     store.set_running("t1", None).expect("ended again");
     sent.extend(run(&store, "t1", "r3", 1));
     assert_eq!(ids(&sent), (1..=11).collect::<Vec<_>>());
-    let store = reopen(store, dir.path(), LIMITS, &["t1"]).await;
+    let store = reopen(store, home, dir.path(), LIMITS, &["t1"]).await;
     assert_eq!(visible(&store, "t1", 0).await, sent);
     assert_eq!(visible(&store, "t1", 7).await, sent[7..].to_vec());
     drop(store);
@@ -261,14 +322,15 @@ async fn a_run_in_flight_stays_loose_beside_the_packs_and_is_packed_with_a_lone_
     assert_eq!(keys.last().and_then(|k| k.1), Some(11));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn packs_are_bounded_like_the_log_and_the_ones_it_dropped_go_away() {
+in_both_homes!(a_run_in_flight_stays_loose_beside_the_packs_and_is_packed_with_a_lone_leftover);
+
+async fn packs_are_bounded_like_the_log_and_the_ones_it_dropped_go_away(home: Home) {
     let dir = tempfile::tempdir().expect("tempdir");
     let limits = EventLimits {
         events: 10,
         bytes: 1 << 20,
     };
-    let store = EventStore::open(dir.path(), limits).expect("open");
+    let store = open_log(home, dir.path(), limits);
     let mut sent = Vec::new();
     for r in ["r1", "r2", "r3"] {
         // started, six updates, done: eight events a run.
@@ -281,7 +343,7 @@ async fn packs_are_bounded_like_the_log_and_the_ones_it_dropped_go_away() {
     published(&store, "b", 24).await;
     assert_eq!(visible(&store, "b", 0).await, kept, "before the reopen");
 
-    let store = reopen(store, dir.path(), limits, &["b"]).await;
+    let store = reopen(store, home, dir.path(), limits, &["b"]).await;
     assert_eq!(visible(&store, "b", 0).await, kept, "after the reopen");
     let mut inside = vec![Got::Gap(6, 14)];
     inside.extend_from_slice(&sent[14..]);
@@ -306,12 +368,12 @@ async fn packs_are_bounded_like_the_log_and_the_ones_it_dropped_go_away() {
 
     // Ids keep rising, and a pack the reopened store read back is dropped once all its events
     // are gone.
-    let store = EventStore::open(dir.path(), limits).expect("reopen");
+    let store = open_log(home, dir.path(), limits);
     sent.extend(run(&store, "b", "r4", 6));
     assert_eq!(ids(&sent[24..]), (25..=32).collect::<Vec<_>>());
     let mut kept = vec![Got::Gap(1, 22)];
     kept.extend_from_slice(&sent[22..]);
-    let store = reopen(store, dir.path(), limits, &["b"]).await;
+    let store = reopen(store, home, dir.path(), limits, &["b"]).await;
     assert_eq!(visible(&store, "b", 0).await, kept);
     drop(store);
     assert_eq!(
@@ -320,8 +382,9 @@ async fn packs_are_bounded_like_the_log_and_the_ones_it_dropped_go_away() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_byte_bound_applies_to_packed_events_read_back() {
+in_both_homes!(packs_are_bounded_like_the_log_and_the_ones_it_dropped_go_away);
+
+async fn the_byte_bound_applies_to_packed_events_read_back(home: Home) {
     let dir = tempfile::tempdir().expect("tempdir");
     let limits = EventLimits {
         events: 100,
@@ -339,7 +402,7 @@ async fn the_byte_bound_applies_to_packed_events_read_back() {
         assert!((400..500).contains(&size), "{size} bytes");
         data
     };
-    let store = EventStore::open(dir.path(), limits).expect("open");
+    let store = open_log(home, dir.path(), limits);
     let mut sent = vec![append(
         &store,
         "y",
@@ -374,16 +437,19 @@ async fn the_byte_bound_applies_to_packed_events_read_back() {
     kept.extend_from_slice(&sent[4..]);
     published(&store, "y", 6).await;
     assert_eq!(visible(&store, "y", 0).await, kept, "before the reopen");
-    let store = reopen(store, dir.path(), limits, &["y"]).await;
+    let store = reopen(store, home, dir.path(), limits, &["y"]).await;
     assert_eq!(visible(&store, "y", 0).await, kept, "after the reopen");
     assert_eq!(store.next_seq("y").expect("next"), 7);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn events_dropped_under_lower_bounds_stay_dropped_when_the_bounds_are_raised_again() {
+in_both_homes!(the_byte_bound_applies_to_packed_events_read_back);
+
+async fn events_dropped_under_lower_bounds_stay_dropped_when_the_bounds_are_raised_again(
+    home: Home,
+) {
     // A server restarted with fewer events per thread, then with more again.
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = EventStore::open(dir.path(), LIMITS).expect("open");
+    let store = open_log(home, dir.path(), LIMITS);
     let mut sent = run(&store, "o", "r1", 6); // 1..=8, packed
     sent.push(append(
         &store,
@@ -401,7 +467,7 @@ async fn events_dropped_under_lower_bounds_stay_dropped_when_the_bounds_are_rais
         events: 3,
         bytes: 1 << 20,
     };
-    let store = reopen(store, dir.path(), fewer, &["o"]).await;
+    let store = reopen(store, home, dir.path(), fewer, &["o"]).await;
     let mut kept = vec![Got::Gap(1, 9)];
     kept.extend_from_slice(&sent[9..]);
     assert_eq!(visible(&store, "o", 0).await, kept, "under the lower bound");
@@ -418,7 +484,7 @@ async fn events_dropped_under_lower_bounds_stay_dropped_when_the_bounds_are_rais
     assert_eq!(visible(&store, "o", 0).await, kept, "after the run's end");
 
     // Events 1..=10 were dropped: raising the bound again does not bring any of them back.
-    let store = reopen(store, dir.path(), LIMITS, &["o"]).await;
+    let store = reopen(store, home, dir.path(), LIMITS, &["o"]).await;
     assert_eq!(
         visible(&store, "o", 0).await,
         kept,
@@ -432,10 +498,11 @@ async fn events_dropped_under_lower_bounds_stay_dropped_when_the_bounds_are_rais
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn close_unfinished_runs_reads_through_packs() {
+in_both_homes!(events_dropped_under_lower_bounds_stay_dropped_when_the_bounds_are_raised_again);
+
+async fn close_unfinished_runs_reads_through_packs(home: Home) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = EventStore::open(dir.path(), LIMITS).expect("open");
+    let store = open_log(home, dir.path(), LIMITS);
     // Ended: the end event is inside the pack.
     let done = run(&store, "done", "r1", 3);
     // Ended, but the process stopped before the next run's start was logged: a marker is left
@@ -466,7 +533,7 @@ async fn close_unfinished_runs_reads_through_packs() {
     unmarked.push(append(&store, "unmarked", "updates", update("r7", 1)));
     let threads = ["done", "marked", "killed", "unmarked"];
 
-    let store = reopen(store, dir.path(), LIMITS, &threads).await;
+    let store = reopen(store, home, dir.path(), LIMITS, &threads).await;
     let mut closed = store.close_unfinished_runs().expect("close");
     closed.sort();
     assert_eq!(closed, ["killed", "unmarked"]);
@@ -498,7 +565,7 @@ async fn close_unfinished_runs_reads_through_packs() {
 
     // The interrupted runs are closed for good: not again on the next start, and the end
     // events are still there.
-    let store = reopen(store, dir.path(), LIMITS, &threads).await;
+    let store = reopen(store, home, dir.path(), LIMITS, &threads).await;
     assert_eq!(
         store.close_unfinished_runs().expect("close"),
         Vec::<String>::new()
@@ -511,37 +578,31 @@ async fn close_unfinished_runs_reads_through_packs() {
     assert_eq!(&visible(&store, "done", 0).await, &done);
 }
 
-/// Appends `mode` events to a fresh store and checks a live reader gets each within two
-/// seconds, with nothing appended after it to carry it.
-async fn each_event_reaches_a_live_reader_in_time() {
+in_both_homes!(close_unfinished_runs_reads_through_packs);
+
+/// A live reader gets each event within two seconds of its append, with nothing appended
+/// after it to carry it: an event between runs, a run's start, its end.
+async fn a_lone_event_reaches_a_live_reader_within_two_seconds(home: Home) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = EventStore::open(dir.path(), LIMITS).expect("open");
+    let store = open_log(home, dir.path(), LIMITS);
     let stop = CancellationToken::new();
     let mut live = Box::pin(store.replay("p", Some(0), stop.clone()).expect("replay"));
-    let lone = append(&store, "p", "updates", update("r1", 0));
-    let got = tokio::time::timeout(Duration::from_secs(2), live.next())
-        .await
-        .expect("a lone non-run event is published within 2 s")
-        .map(Got::from);
-    assert_eq!(got, Some(lone));
-    let lone = append(
-        &store,
-        "p",
-        "run",
-        json!({"status": "started", "run_id": "r1"}),
-    );
-    let got = tokio::time::timeout(Duration::from_secs(2), live.next())
-        .await
-        .expect("a run event is published within 2 s")
-        .map(Got::from);
-    assert_eq!(got, Some(lone));
-    // Once more after a run event: the publisher of the first event may have ended or not.
-    let lone = append(&store, "p", "messages", json!({"text": "hello"}));
-    let got = tokio::time::timeout(Duration::from_secs(2), live.next())
-        .await
-        .expect("a later non-run event is published within 2 s")
-        .map(Got::from);
-    assert_eq!(got, Some(lone));
+    let lone = [
+        ("updates", update("r0", 0)),
+        ("run", json!({"status": "started", "run_id": "r1"})),
+        ("messages", json!({"text": "hello"})),
+        ("run", json!({"status": "done", "run_id": "r1"})),
+        ("custom", json!({"after": "the end"})),
+    ];
+    for (mode, data) in lone {
+        let what = format!("{mode} {data}");
+        let want = append(&store, "p", mode, data);
+        let got = tokio::time::timeout(Duration::from_secs(2), live.next())
+            .await
+            .unwrap_or_else(|_| panic!("{what} is not published within 2 s"))
+            .map(Got::from);
+        assert_eq!(got, Some(want), "{what}");
+    }
     // A reader that starts after the append, and events of two threads appended together.
     let a = append(&store, "q1", "updates", update("r9", 1));
     let b = append(&store, "q2", "updates", update("r9", 2));
@@ -556,20 +617,17 @@ async fn each_event_reaches_a_live_reader_in_time() {
     stop.cancel();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lone_event_reaches_a_live_reader_within_two_seconds_on_a_multi_thread_runtime() {
-    each_event_reaches_a_live_reader_in_time().await;
-}
+in_both_homes!(a_lone_event_reaches_a_live_reader_within_two_seconds);
 
 #[tokio::test]
 async fn a_lone_event_reaches_a_live_reader_within_two_seconds_on_a_current_thread_runtime() {
-    each_event_reaches_a_live_reader_in_time().await;
+    a_lone_event_reaches_a_live_reader_within_two_seconds(Home::Folder).await;
+    a_lone_event_reaches_a_live_reader_within_two_seconds(Home::Beside).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn events_appended_while_a_publication_is_under_way_all_reach_readers_in_order() {
+async fn events_appended_while_a_publication_is_under_way_all_reach_readers_in_order(home: Home) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = EventStore::open(dir.path(), LIMITS).expect("open");
+    let store = open_log(home, dir.path(), LIMITS);
     let stop = CancellationToken::new();
     let mut live = Box::pin(
         store
@@ -597,8 +655,9 @@ async fn events_appended_while_a_publication_is_under_way_all_reach_readers_in_o
     stop.cancel();
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_event_folder_created_with_compression_opens_and_keeps_it() {
+in_both_homes!(events_appended_while_a_publication_is_under_way_all_reach_readers_in_order);
+
+async fn a_folder_created_with_compression_opens_and_keeps_it(home: Home) {
     use agentgraph_runtime::checkpoint::sled_folder_compression;
     let dir = tempfile::tempdir().expect("tempdir");
     {
@@ -614,17 +673,104 @@ async fn an_event_folder_created_with_compression_opens_and_keeps_it() {
         db.flush().expect("flush");
     }
     assert_eq!(sled_folder_compression(dir.path()), Some(true));
-    let store = EventStore::open(dir.path(), LIMITS).expect("a compressed folder opens");
+    let store = open_log(home, dir.path(), LIMITS);
     let sent = run(&store, "c", "r1", 2);
-    let store = reopen(store, dir.path(), LIMITS, &["c"]).await;
+    let store = reopen(store, home, dir.path(), LIMITS, &["c"]).await;
     assert_eq!(visible(&store, "c", 0).await, sent);
     drop(store);
     assert_eq!(sled_folder_compression(dir.path()), Some(true), "kept");
 
-    // A new event folder is created without compression.
+    // A new folder is created without compression.
     let fresh = tempfile::tempdir().expect("tempdir");
     assert_eq!(sled_folder_compression(fresh.path()), None);
-    let store = EventStore::open(fresh.path(), LIMITS).expect("open");
+    let store = open_log(home, fresh.path(), LIMITS);
     drop(store);
     assert_eq!(sled_folder_compression(fresh.path()), Some(false));
 }
+
+in_both_homes!(a_folder_created_with_compression_opens_and_keeps_it);
+
+fn events_left_by_a_runtime_that_shut_down_are_published_by_the_next_append(home: Home) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open_log(home, dir.path(), LIMITS);
+    // The runtime ends before the task that would publish the event ever runs.
+    let gone = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let first = gone.block_on(async { append(&store, "x", "updates", update("r1", 0)) });
+    drop(gone);
+    let next = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    next.block_on(async {
+        let second = append(&store, "y", "updates", update("r2", 0));
+        for (thread, want) in [("x", first), ("y", second)] {
+            let stop = CancellationToken::new();
+            let mut live = Box::pin(store.replay(thread, Some(0), stop.clone()).expect("replay"));
+            let got = tokio::time::timeout(Duration::from_secs(2), live.next())
+                .await
+                .unwrap_or_else(|_| panic!("the event of {thread} is published within 2 s"))
+                .map(Got::from);
+            assert_eq!(got, Some(want), "{thread}");
+            stop.cancel();
+        }
+    });
+}
+
+#[test]
+fn events_left_by_a_runtime_that_shut_down_are_published_by_the_next_append_in_a_folder() {
+    events_left_by_a_runtime_that_shut_down_are_published_by_the_next_append(Home::Folder);
+}
+
+#[test]
+fn events_left_by_a_runtime_that_shut_down_are_published_by_the_next_append_beside() {
+    events_left_by_a_runtime_that_shut_down_are_published_by_the_next_append(Home::Beside);
+}
+
+async fn concurrent_runs_and_packs_lose_no_event(home: Home) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = std::sync::Arc::new(open_log(home, dir.path(), LIMITS));
+    // Four threads of their own, and one that every task appends to and ends runs on.
+    let mut tasks = Vec::new();
+    for w in 0..4 {
+        let store = store.clone();
+        tasks.push(tokio::spawn(async move {
+            let own = format!("own-{w}");
+            let mut mine = Vec::new();
+            let mut shared = Vec::new();
+            for r in 0..3 {
+                let run_id = format!("w{w}-r{r}");
+                mine.extend(run(&store, &own, &run_id, 4));
+                for step in 0..3 {
+                    shared.push(append(&store, "shared", "updates", update(&run_id, step)));
+                    tokio::task::yield_now().await;
+                }
+                store.set_running("shared", None).expect("ended");
+            }
+            (own, mine, shared)
+        }));
+    }
+    let mut threads = vec!["shared".to_string()];
+    let mut want: std::collections::BTreeMap<String, Vec<Got>> = Default::default();
+    for t in tasks {
+        let (own, mine, shared) = t.await.expect("join");
+        assert_eq!(ids(&mine), (1..=18).collect::<Vec<_>>(), "{own}");
+        want.entry("shared".into()).or_default().extend(shared);
+        threads.push(own.clone());
+        want.insert(own, mine);
+    }
+    let shared = want.get_mut("shared").expect("shared");
+    shared.sort_by_key(|g| ids(std::slice::from_ref(g))[0]);
+    assert_eq!(ids(shared), (1..=36).collect::<Vec<_>>(), "unique ids");
+    let store = std::sync::Arc::into_inner(store).expect("the tasks are done");
+    let names: Vec<&str> = threads.iter().map(String::as_str).collect();
+    let store = reopen(store, home, dir.path(), LIMITS, &names).await;
+    for (thread, events) in &want {
+        assert_eq!(&visible(&store, thread, 0).await, events, "{thread}");
+    }
+}
+
+in_both_homes!(concurrent_runs_and_packs_lose_no_event);
