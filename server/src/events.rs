@@ -284,11 +284,43 @@ fn decode_stored(tail: &[u8], value: &[u8]) -> Option<Stored> {
     }
 }
 
-/// The stored events of `thread`, oldest first, and its packs.
-fn load_events(
+/// The newest stored events of `thread`, newest first, up to and including the newest `run`
+/// event (or all of them): read from the end, key by key, so a start-up touches one pack or a
+/// few keys per thread rather than its whole log.
+fn newest_events_until_a_run_event(
     t: &WalTree,
     thread: &str,
-) -> Result<(Vec<StoredEvent>, Vec<(u64, u64)>), ServerError> {
+) -> Result<Vec<StoredEvent>, ServerError> {
+    let prefix = event_prefix(thread);
+    let mut out = Vec::new();
+    t.scan(&prefix, &prefix_end(&prefix), true, &mut |k, v| {
+        let events = match k
+            .get(prefix.len()..)
+            .and_then(|tail| decode_stored(tail, v))
+        {
+            Some(Stored::One(e)) => vec![e],
+            Some(Stored::Pack { events, .. }) => events,
+            None => return true,
+        };
+        for e in events.into_iter().rev() {
+            let is_run = serde_json::from_str::<Value>(&e.json)
+                .is_ok_and(|v| v.get("mode").and_then(Value::as_str) == Some("run"));
+            out.push(e);
+            if is_run {
+                return false;
+            }
+        }
+        true
+    })
+    .map_err(storage)?;
+    Ok(out)
+}
+
+/// A thread's stored events, oldest first, and its packs as (first, last) ids.
+type Loaded = (Vec<StoredEvent>, Vec<(u64, u64)>);
+
+/// The stored events of `thread`, oldest first, and its packs.
+fn load_events(t: &WalTree, thread: &str) -> Result<Loaded, ServerError> {
     let prefix = event_prefix(thread);
     let mut events = Vec::new();
     let mut packs = Vec::new();
@@ -532,8 +564,30 @@ impl EventStore {
             ring.packed_upto = packs.iter().map(|p| p.1).max().unwrap_or(0);
             ring.packs = packs.into();
             // A pack keeps events the bounds dropped since (they are deleted one by one, and
-            // a pack only as a whole): bound what is read back the same way.
-            ring.trim(self.limits);
+            // a pack only as a whole), and the bounds may be lower than when the events were
+            // written: bound what is read back the same way, and delete what that drops for
+            // good — the loose events by key, the packs holding nothing kept as a whole — so
+            // raising the bounds later never brings a dropped event back between kept ones.
+            let dropped = ring.trim(self.limits);
+            if !dropped.is_empty() {
+                let oldest = ring.events.front().map_or(u64::MAX, |e| e.seq);
+                let in_pack = |seq: u64| ring.packs.iter().any(|&(f, l)| f <= seq && seq <= l);
+                let mut deletes: Vec<Vec<u8>> = dropped
+                    .iter()
+                    .filter(|&&seq| !in_pack(seq))
+                    .map(|&seq| event_key(thread, seq))
+                    .collect();
+                deletes.extend(
+                    ring.packs
+                        .iter()
+                        .filter(|&&(_, last)| last < oldest)
+                        .map(|&(first, last)| pack_key(thread, first, last)),
+                );
+                ring.packs.retain(|&(_, last)| last >= oldest);
+                if !deletes.is_empty() {
+                    t.apply(Vec::new(), deletes).map_err(storage)?;
+                }
+            }
             if let Some(v) = t.get(&meta_key(b'n', thread)).map_err(storage)? {
                 if let Ok(b) = <[u8; 8]>::try_from(v.as_ref()) {
                     ring.next_seq = ring.next_seq.max(u64::from_be_bytes(b));
@@ -888,8 +942,7 @@ impl EventStore {
             // Newest first: only the events after the newest `run` event are read.
             let running = t.get(&meta_key(b'r', &thread)).map_err(storage)?;
             let mut open = None;
-            let (stored, _) = load_events(t, &thread)?;
-            for e in stored.iter().rev() {
+            for e in newest_events_until_a_run_event(t, &thread)? {
                 let Ok(ev) = serde_json::from_str::<serde_json::Value>(&e.json) else {
                     open.get_or_insert(serde_json::Value::Null);
                     continue;
@@ -905,10 +958,13 @@ impl EventStore {
                 break;
             }
             let run_id = match (running, open) {
-                (_, None) => {
+                (running, None) => {
                     // The log ends with an end event: the run was closed (a leftover marker
-                    // only means the process stopped between the two writes).
-                    self.set_running(&thread, None)?;
+                    // only means the process stopped between the two writes). Its events are
+                    // packed when the thread's next run ends.
+                    if running.is_some() {
+                        remove(t, meta_key(b'r', &thread))?;
+                    }
                     continue;
                 }
                 (Some(id), Some(_)) => {
