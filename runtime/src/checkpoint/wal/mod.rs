@@ -43,6 +43,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
+/// A log buffer larger than this is not kept for reuse after a sync (a burst's buffer is let
+/// go rather than held for good).
+const MAX_SPARE: usize = 4 << 20;
+
 /// Why the log failed.
 #[derive(Debug, thiserror::Error)]
 pub enum WalError {
@@ -447,12 +451,16 @@ impl Shared {
     /// `log` lock), and the buffer is taken under it, so batches reach the file in log order.
     fn sync_log(&self) -> Result<(), WalError> {
         let mut log = lock(&self.log);
-        let (buf, max) = {
+        // The two buffers take turns (writers fill one while this writes the other), so a
+        // buffer's capacity is kept instead of grown again from empty after every sync.
+        let mut buf = std::mem::take(&mut log.spare);
+        let max = {
             let mut s = lock(&self.state);
             if let Some(e) = &s.broken {
                 return Err(WalError::Broken(e.clone()));
             }
-            (std::mem::take(&mut s.pending), s.pending_max)
+            std::mem::swap(&mut buf, &mut s.pending);
+            s.pending_max
         };
         let written = (|| {
             if !buf.is_empty() {
@@ -460,6 +468,10 @@ impl Shared {
             }
             log.sync()
         })();
+        buf.clear();
+        if buf.capacity() <= MAX_SPARE {
+            log.spare = buf;
+        }
         match written {
             Ok(true) => {
                 self.syncs.fetch_add(1, Ordering::Relaxed);

@@ -38,7 +38,12 @@ pub(super) struct Segments {
     dirty: bool,
     /// Size past which the current segment is sealed.
     limit: u64,
+    /// An empty buffer with capacity, for the log's next batch of records (see `sync_log`).
+    pub(super) spare: Vec<u8>,
 }
+
+/// Zeros written ahead of the records, a block at a time.
+static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WalError + '_ {
     move |source| WalError::Io {
@@ -155,6 +160,7 @@ impl Segments {
             sealed: VecDeque::new(),
             dirty: false,
             limit,
+            spare: Vec::new(),
         })
     }
 
@@ -175,11 +181,13 @@ impl Segments {
         let end = self.current_len + buf.len() as u64;
         if end > self.allocated {
             let target = end.div_ceil(AHEAD) * AHEAD;
-            let zeros = vec![0; (target - self.allocated) as usize];
-            self.current
-                .write_all_at(&zeros, self.allocated)
-                .map_err(io(&self.current_path))?;
-            self.allocated = target;
+            while self.allocated < target {
+                let n = (target - self.allocated).min(ZEROS.len() as u64) as usize;
+                self.current
+                    .write_all_at(&ZEROS[..n], self.allocated)
+                    .map_err(io(&self.current_path))?;
+                self.allocated += n as u64;
+            }
         }
         self.current
             .write_all_at(buf, self.current_len)
