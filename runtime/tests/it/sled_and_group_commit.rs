@@ -95,22 +95,24 @@ async fn a_folder_created_with_compression_opens_and_its_checkpoints_work() {
 }
 
 #[tokio::test]
-async fn a_new_folder_is_created_without_compression_and_keeps_that() {
+async fn a_new_folder_is_created_without_compression_when_asked_and_keeps_that() {
     let dir = tempfile::tempdir().expect("tempdir");
     assert_eq!(sled_folder_compression(dir.path()), None, "an empty folder");
     let c = {
-        let cp = SledCheckpointer::open(dir.path()).expect("open");
+        let cp = SledCheckpointer::open_with(
+            dir.path(),
+            SledOptions {
+                compression: false,
+                ..SledOptions::default()
+            },
+        )
+        .expect("open");
         put_and_get(&cp, "t").await
     };
     assert_eq!(sled_folder_compression(dir.path()), Some(false));
-    let cp = SledCheckpointer::open_with(
-        dir.path(),
-        SledOptions {
-            compression: true,
-            ..SledOptions::default()
-        },
-    )
-    .expect("asking for compression does not break an existing folder");
+    // The default asks for compression: an existing folder without it still opens as it is.
+    let cp = SledCheckpointer::open(dir.path())
+        .expect("asking for compression does not break an existing folder");
     let got = cp.get("t", "", Some(c.id)).await.expect("get");
     assert_eq!(got.map(|t| t.checkpoint), Some(c));
     drop(cp);
@@ -118,17 +120,10 @@ async fn a_new_folder_is_created_without_compression_and_keeps_that() {
 }
 
 #[tokio::test]
-async fn a_new_folder_asked_for_compression_gets_it() {
+async fn a_new_folder_is_compressed_by_default() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = {
-        let cp = SledCheckpointer::open_with(
-            dir.path(),
-            SledOptions {
-                compression: true,
-                ..SledOptions::default()
-            },
-        )
-        .expect("open");
+        let cp = SledCheckpointer::open(dir.path()).expect("open");
         put_and_get(&cp, "t").await
     };
     assert_eq!(sled_folder_compression(dir.path()), Some(true));

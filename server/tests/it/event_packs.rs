@@ -206,8 +206,11 @@ async fn reopen(log: Log, home: Home, dir: &Path, limits: EventLimits, threads: 
 /// `dir`, once closed (its log merged into sled), in key order (module docs of `events.rs`: `E thread 0 seq` for one event, `E thread 0 first last`
 /// for a pack): `(seq, None)` or `(first, Some(last))`.
 fn stored_keys(dir: &Path, thread: &str) -> Vec<(u64, Option<u64>)> {
-    let db = agentgraph_runtime::checkpoint::open_sled(&sled::Config::new().path(dir))
-        .expect("open the folder with sled");
+    let compressed = agentgraph_runtime::checkpoint::sled_folder_compression(dir).unwrap_or(false);
+    let db = agentgraph_runtime::checkpoint::open_sled(
+        &sled::Config::new().path(dir).use_compression(compressed),
+    )
+    .expect("open the folder with sled");
     let tree = db.open_tree("server").expect("tree");
     let mut prefix = b"E".to_vec();
     prefix.extend_from_slice(thread.as_bytes());
@@ -680,12 +683,14 @@ async fn a_folder_created_with_compression_opens_and_keeps_it(home: Home) {
     drop(store);
     assert_eq!(sled_folder_compression(dir.path()), Some(true), "kept");
 
-    // A new folder is created without compression.
+    // A new folder: the checkpoints' database is compressed by default, an events folder of
+    // its own is not.
     let fresh = tempfile::tempdir().expect("tempdir");
     assert_eq!(sled_folder_compression(fresh.path()), None);
     let store = open_log(home, fresh.path(), LIMITS);
     drop(store);
-    assert_eq!(sled_folder_compression(fresh.path()), Some(false));
+    let expected = matches!(home, Home::Beside);
+    assert_eq!(sled_folder_compression(fresh.path()), Some(expected));
 }
 
 in_both_homes!(a_folder_created_with_compression_opens_and_keeps_it);
