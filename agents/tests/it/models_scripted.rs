@@ -4,7 +4,7 @@
 use crate::common;
 use agentgraph_agents::models::scripted::ScriptedModel;
 use agentgraph_agents::models::ChatModel;
-use agentgraph_agents::nodes::{has_tool_calls, LlmNode, ToolExecutorNode, UsageSum};
+use agentgraph_agents::nodes::{LlmNode, ToolExecutorNode, UsageSum};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use agentgraph_runtime::*;
 use async_trait::async_trait;
@@ -93,17 +93,7 @@ fn agent_builder(model: Arc<dyn ChatModel>) -> GraphBuilder {
         .channel(message_list("messages"))
         .channel(list("notes"))
         .channel(ChannelSpec::new("usage", ValueType::Json).reducer(Arc::new(UsageSum)))
-        .node("agent", Arc::new(llm))
-        .node("tools", Arc::new(tools))
-        .edge(START, "agent")
-        .route("agent", |s| {
-            if has_tool_calls(s, "messages") {
-                "tools"
-            } else {
-                END
-            }
-        })
-        .edge("tools", "agent")
+        .agent_loop(Arc::new(llm), Arc::new(tools))
 }
 
 fn ask() -> Input {
@@ -358,17 +348,7 @@ async fn nested_model_calls_of_tools_count_in_the_usage() {
     let g = GraphBuilder::new("nested")
         .channel(message_list("messages"))
         .channel(ChannelSpec::new("usage", ValueType::Json).reducer(Arc::new(UsageSum)))
-        .node("agent", Arc::new(llm))
-        .node("tools", Arc::new(tools))
-        .edge(START, "agent")
-        .route("agent", |s| {
-            if has_tool_calls(s, "messages") {
-                "tools"
-            } else {
-                END
-            }
-        })
-        .edge("tools", "agent")
+        .agent_loop(Arc::new(llm), Arc::new(tools))
         .compile()
         .unwrap();
     let out = g.invoke(ask(), RunConfig::default()).await.unwrap();

@@ -6,7 +6,7 @@
 use crate::common::*;
 use agentgraph_agents::models::scripted::ScriptedModel;
 use agentgraph_agents::models::{CallContext, ChatModel, ModelError, ModelRequest, ModelResponse};
-use agentgraph_agents::nodes::{has_tool_calls, LlmNode, ToolExecutorNode};
+use agentgraph_agents::nodes::{LlmNode, ToolExecutorNode};
 use agentgraph_agents::orchestration::{
     orchestration_tools, DeferredTools, ToolPool, LOADED_TOOLS,
 };
@@ -155,17 +155,7 @@ fn orchestrator(
         .channel(list(LOADED_TOOLS))
         .channel(ChannelSpec::new("plan", ValueType::Json))
         .channel(ChannelSpec::new("verify_loop", ValueType::Json).default_value(json!({})))
-        .node("agent", Arc::new(llm))
-        .node("tools", Arc::new(executor))
-        .edge(START, "agent")
-        .route("agent", |s| {
-            if has_tool_calls(s, "messages") {
-                "tools"
-            } else {
-                END
-            }
-        })
-        .edge("tools", "agent")
+        .agent_loop(Arc::new(llm), Arc::new(executor))
         .compile()
         .expect("compiles")
         .with_checkpointer(memory())
@@ -566,17 +556,7 @@ async fn each_new_host_is_approved_once_per_thread_and_a_denial_is_reported() {
     let graph = GraphBuilder::new("web")
         .channel(message_list("messages"))
         .channel(list("approved_domains"))
-        .node("agent", Arc::new(llm))
-        .node("tools", Arc::new(executor))
-        .edge(START, "agent")
-        .route("agent", |s| {
-            if has_tool_calls(s, "messages") {
-                "tools"
-            } else {
-                END
-            }
-        })
-        .edge("tools", "agent")
+        .agent_loop(Arc::new(llm), Arc::new(executor))
         .compile()
         .expect("compiles")
         .with_checkpointer(memory());

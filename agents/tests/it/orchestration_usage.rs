@@ -8,7 +8,7 @@ use agentgraph_agents::models::scripted::ScriptedModel;
 use agentgraph_agents::models::{
     CallContext, ChatModel, ModelError, ModelRequest, ModelResponse, Pricing,
 };
-use agentgraph_agents::nodes::{has_tool_calls, LlmNode, ToolExecutorNode, UsageSum};
+use agentgraph_agents::nodes::{LlmNode, ToolExecutorNode, UsageSum};
 use agentgraph_agents::orchestration::background::registry;
 use agentgraph_agents::orchestration::{orchestration_tools, ToolPool};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
@@ -163,17 +163,7 @@ fn orchestrator(model: Arc<dyn ChatModel>, pool: Vec<Arc<dyn Tool>>) -> Compiled
                 .reducer(Arc::new(UsageSum))
                 .default_value(json!({})),
         )
-        .node("agent", Arc::new(llm))
-        .node("tools", Arc::new(executor))
-        .edge(START, "agent")
-        .route("agent", |s| {
-            if has_tool_calls(s, "messages") {
-                "tools"
-            } else {
-                END
-            }
-        })
-        .edge("tools", "agent")
+        .agent_loop(Arc::new(llm), Arc::new(executor))
         .compile()
         .expect("compiles")
         .with_checkpointer(memory())

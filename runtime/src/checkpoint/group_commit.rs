@@ -71,36 +71,7 @@ impl GroupCommit {
     /// after the call ended well. The error of a failed flush is returned to every caller that
     /// was waiting for it (a later successful flush covers them too, but they are told).
     pub async fn flush(&self) -> Result<(), String> {
-        let target = {
-            let s = self.inner.lock();
-            s.started + 1
-        };
-        loop {
-            let ended = self.inner.ended.notified();
-            tokio::pin!(ended);
-            ended.as_mut().enable();
-            {
-                let mut s = self.inner.lock();
-                if s.succeeded >= target {
-                    return Ok(());
-                }
-                if s.ended >= target {
-                    let msg = match &s.error {
-                        Some((n, msg)) if *n >= target => msg.clone(),
-                        _ => "the store could not be flushed".to_string(),
-                    };
-                    return Err(msg);
-                }
-                if !s.in_flight {
-                    s.in_flight = true;
-                    s.started += 1;
-                    let number = s.started;
-                    drop(s);
-                    self.start(number);
-                }
-            }
-            ended.await;
-        }
+        self.flush_by(None).await
     }
 
     /// Like [`GroupCommit::flush`], but a flush need not start at once: the caller shares any
@@ -109,7 +80,13 @@ impl GroupCommit {
     /// that they ride on the flushes other writers issue anyway instead of adding their own
     /// (the server's event log: many small appends between two checkpoints).
     pub async fn flush_within(&self, delay: std::time::Duration) -> Result<(), String> {
-        let deadline = tokio::time::Instant::now() + delay;
+        self.flush_by(Some(tokio::time::Instant::now() + delay))
+            .await
+    }
+
+    /// Waits for a flush that starts after this call; starts one when none is in flight and
+    /// `deadline` has passed (`None`: at once).
+    async fn flush_by(&self, deadline: Option<tokio::time::Instant>) -> Result<(), String> {
         let target = {
             let s = self.inner.lock();
             s.started + 1
@@ -131,24 +108,25 @@ impl GroupCommit {
                     return Err(msg);
                 }
                 if s.in_flight {
-                    true
-                } else if tokio::time::Instant::now() >= deadline {
+                    None
+                } else if deadline.is_none_or(|d| tokio::time::Instant::now() >= d) {
                     s.in_flight = true;
                     s.started += 1;
                     let number = s.started;
                     drop(s);
                     self.start(number);
-                    true
+                    None
                 } else {
-                    false
+                    deadline
                 }
             };
-            if waiting {
-                ended.await;
-            } else {
-                tokio::select! {
-                    () = &mut ended => {}
-                    () = tokio::time::sleep_until(deadline) => {}
+            match waiting {
+                None => ended.await,
+                Some(deadline) => {
+                    tokio::select! {
+                        () = &mut ended => {}
+                        () = tokio::time::sleep_until(deadline) => {}
+                    }
                 }
             }
         }

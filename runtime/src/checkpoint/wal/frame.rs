@@ -166,6 +166,25 @@ fn decode(payload: &[u8], format: Format) -> Option<Record> {
     (c.at == payload.len()).then_some(record)
 }
 
+/// A framed record of one put as logs written before records named their tree laid it out
+/// (seq, deletes, puts), written byte by byte here rather than by [`append`].
+#[cfg(test)]
+pub(super) fn one_tree_record(seq: u64, key: &[u8], value: &[u8]) -> Vec<u8> {
+    let mut payload = Vec::new();
+    payload.extend_from_slice(&seq.to_le_bytes());
+    payload.extend_from_slice(&0u32.to_le_bytes());
+    payload.extend_from_slice(&1u32.to_le_bytes());
+    payload.extend_from_slice(&len32(key.len()));
+    payload.extend_from_slice(key);
+    payload.extend_from_slice(&len32(value.len()));
+    payload.extend_from_slice(value);
+    let mut buf = Vec::new();
+    buf.extend_from_slice(&len32(payload.len()));
+    buf.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+    buf.extend_from_slice(&payload);
+    buf
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -236,19 +255,7 @@ mod tests {
 
     #[test]
     fn a_one_tree_log_reads_without_tree_names() {
-        // The layout of logs written before records named their tree: seq, deletes, puts.
-        let mut payload = Vec::new();
-        payload.extend_from_slice(&5u64.to_le_bytes());
-        payload.extend_from_slice(&0u32.to_le_bytes());
-        payload.extend_from_slice(&1u32.to_le_bytes());
-        payload.extend_from_slice(&1u32.to_le_bytes());
-        payload.extend_from_slice(b"k");
-        payload.extend_from_slice(&1u32.to_le_bytes());
-        payload.extend_from_slice(b"v");
-        let mut buf = Vec::new();
-        buf.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        buf.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-        buf.extend_from_slice(&payload);
+        let buf = one_tree_record(5, b"k", b"v");
         let Read::Record(r, end) = read(&buf, 0, Format::OneTree) else {
             panic!("the old record")
         };

@@ -263,18 +263,7 @@ async fn the_log_of_an_older_version_is_replayed_and_removed() {
     // A `wal-t` folder as an older version left it: records without tree names.
     let legacy = dir.path().join("wal-t");
     std::fs::create_dir_all(&legacy).expect("mkdir");
-    let mut payload = Vec::new();
-    payload.extend_from_slice(&1u64.to_le_bytes());
-    payload.extend_from_slice(&0u32.to_le_bytes());
-    payload.extend_from_slice(&1u32.to_le_bytes());
-    payload.extend_from_slice(&3u32.to_le_bytes());
-    payload.extend_from_slice(b"old");
-    payload.extend_from_slice(&5u32.to_le_bytes());
-    payload.extend_from_slice(b"value");
-    let mut segment = Vec::new();
-    segment.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-    segment.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
-    segment.extend_from_slice(&payload);
+    let segment = frame::one_tree_record(1, b"old", b"value");
     std::fs::write(legacy.join(format!("{:020}.log", 1)), segment).expect("segment");
     let t = open(dir.path(), lazy());
     assert_eq!(all(&t, false), ["old=value"]);
