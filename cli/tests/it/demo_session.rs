@@ -178,7 +178,8 @@ fn documented_session() -> (String, Vec<String>, String) {
 
 /// Replaces the random thread and checkpoint ids.
 fn without_ids(text: &str) -> String {
-    text.lines()
+    let lines: Vec<String> = text
+        .lines()
         .map(|l| {
             if let Some(rest) = l.strip_prefix("thread: ") {
                 let graph = rest.split_once(' ').map(|(_, g)| g).unwrap_or_default();
@@ -189,8 +190,29 @@ fn without_ids(text: &str) -> String {
                 l.to_string()
             }
         })
-        .collect::<Vec<_>>()
-        .join("\n")
+        .collect();
+    progress_as_sets(lines).join("\n")
+}
+
+/// Sorts each run of progress lines (`  · …`). The tool calls of one answer run concurrently,
+/// and where one call's lines fall among another's depends on when each yields to the
+/// runtime (tokio's per-task budget, the stream's buffer), not on the chat: each line must
+/// be there as often as the documented session shows it, in any order within its run.
+fn progress_as_sets(lines: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut run: Vec<String> = Vec::new();
+    for line in lines {
+        if line.starts_with("  · ") {
+            run.push(line);
+            continue;
+        }
+        run.sort();
+        out.append(&mut run);
+        out.push(line);
+    }
+    run.sort();
+    out.append(&mut run);
+    out
 }
 
 #[test]
