@@ -1077,6 +1077,17 @@ mod tests {
     use super::*;
     use futures::StreamExt;
 
+    /// The ids of the events `thread`'s hub holds.
+    fn seqs(store: &EventStore, thread: &str) -> Vec<u64> {
+        store
+            .hub(thread)
+            .expect("hub")
+            .after(0)
+            .iter()
+            .map(|e| e.seq)
+            .collect()
+    }
+
     fn hubs(store: &EventStore) -> usize {
         store.hubs.lock().expect("hubs").map.len()
     }
@@ -1133,13 +1144,7 @@ mod tests {
             !store.hubs.lock().expect("hubs").map.contains_key("t"),
             "evicted"
         );
-        let seqs: Vec<u64> = store
-            .hub("t")
-            .expect("hub")
-            .after(0)
-            .iter()
-            .map(|e| e.seq)
-            .collect();
+        let seqs = seqs(&store, "t");
         assert_eq!(seqs, [1, 2, 3]);
         assert_eq!(store.next_seq("t").expect("next"), 4);
     }
@@ -1184,13 +1189,7 @@ mod tests {
             store.flush().expect("flush");
         }
         let store = EventStore::open(dir.path(), LIMITS).expect("reopen");
-        let seqs: Vec<u64> = store
-            .hub("t1")
-            .expect("hub")
-            .after(0)
-            .iter()
-            .map(|e| e.seq)
-            .collect();
+        let seqs = seqs(&store, "t1");
         assert_eq!(
             seqs,
             [1, 2, 5],
@@ -1242,13 +1241,7 @@ mod tests {
         // Reopened: everything is in the checkpoints' database now.
         let cp = agentgraph_runtime::SledCheckpointer::open(dir.path()).expect("checkpoints");
         let store = EventStore::beside(cp.store(), LIMITS).expect("beside");
-        let seqs: Vec<u64> = store
-            .hub("t1")
-            .expect("hub")
-            .after(0)
-            .iter()
-            .map(|e| e.seq)
-            .collect();
+        let seqs = seqs(&store, "t1");
         assert_eq!(seqs, [1, 2, 3]);
     }
 }
