@@ -68,6 +68,10 @@ pub struct Row {
     pub answer: String,
     /// The workflow at the end (or at the last checkpoint before a cancel).
     pub workflow: Value,
+    /// Where `workflow` comes from when it is not the root graph's state: the namespace of the
+    /// subgraph a cut run was in (its last written workflow).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow_from: Option<String>,
     /// Every score.
     pub scores: Scores,
 }
@@ -105,6 +109,7 @@ impl Row {
             phase_errors: phase_errors(&run.values),
             answer: answer(&run.values),
             workflow: workflow_of(&run.values),
+            workflow_from: run.workflow_from.clone(),
             scores,
         }
     }

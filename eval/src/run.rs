@@ -6,8 +6,8 @@ use crate::meter::Meter;
 use crate::EvalError;
 use agentgraph_dsl::{Project, Registry};
 use agentgraph_runtime::{
-    CancellationToken, CompiledGraph, EventKind, Input, MemoryCheckpointer, Mode, Modes, Resume,
-    RunConfig, RunError, RunOutput, RunStatus, RunStream,
+    CancellationToken, CompiledGraph, Event, EventKind, Input, MemoryCheckpointer, Mode, Modes,
+    Resume, RunConfig, RunError, RunOutput, RunStatus, RunStream,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -120,6 +120,9 @@ pub struct CaseRun {
     pub values: Value,
     /// The kinds of the questions answered on the way (instance cases).
     pub answered: Vec<String>,
+    /// The namespace whose workflow `values` holds instead of the root's: a run cut inside a
+    /// subgraph (a multi-agent phase) is scored on the workflow that subgraph last wrote.
+    pub workflow_from: Option<String>,
 }
 
 impl CaseRun {
@@ -133,6 +136,7 @@ impl CaseRun {
             meter: Meter::default(),
             values: Value::Null,
             answered: Vec::new(),
+            workflow_from: None,
         }
     }
 }
@@ -156,6 +160,7 @@ pub async fn run_case(
         deadline: tokio::time::Instant::now() + limits.case_timeout,
         meter: Meter::default(),
         stopped: None,
+        nested_workflow: None,
         limits,
         cancel: cancel.clone(),
     };
@@ -203,10 +208,22 @@ pub async fn run_case(
             None,
         ),
     };
-    let values = match graph.graph.get_state(&thread, None).await {
+    let mut values = match graph.graph.get_state(&thread, None).await {
         Ok(Some(state)) => state.values,
         _ => Value::Null,
     };
+    // A run that did not finish lost the steps of the subgraph it was in (the parent commits a
+    // subgraph's output when it ends): what that subgraph built is what its last update wrote,
+    // what a user watching the run saw, and what a resume continues from.
+    let mut workflow_from = None;
+    if let (Status::Timeout | Status::OverBudget | Status::Error, Some((ns, wf))) =
+        (status, run.nested_workflow.take())
+    {
+        if let Some(obj) = values.as_object_mut() {
+            obj.insert("workflow".into(), wf);
+            workflow_from = Some(ns);
+        }
+    }
     // The memory checkpointer keeps every thread: drop this one's checkpoints.
     let _ = graph.graph.delete_thread(&thread).await;
     CaseRun {
@@ -217,6 +234,7 @@ pub async fn run_case(
         meter: run.meter,
         values,
         answered,
+        workflow_from,
     }
 }
 
@@ -229,6 +247,8 @@ struct Segment<'a> {
     meter: Meter,
     /// Why the case was cancelled, once it was.
     stopped: Option<(Status, String)>,
+    /// The newest `workflow` a subgraph wrote after the root last did: (namespace, value).
+    nested_workflow: Option<(String, Value)>,
     limits: &'a Limits,
     cancel: CancellationToken,
 }
@@ -246,6 +266,7 @@ impl Segment<'_> {
             match tokio::time::timeout_at(self.deadline, stream.next()).await {
                 Ok(Some(ev)) => {
                     self.meter.observe(&ev);
+                    self.track_workflow(&ev);
                     if let (Some(show), EventKind::Custom(data)) = (progress, &ev.kind) {
                         if let Some(title) = data["title"].as_str() {
                             show(title);
@@ -275,6 +296,23 @@ impl Segment<'_> {
         tokio::time::timeout(limits.grace, stream.finish())
             .await
             .ok()
+    }
+
+    /// Keeps the newest workflow a subgraph wrote; a root write supersedes it.
+    fn track_workflow(&mut self, ev: &Event) {
+        let EventKind::Updates(data) = &ev.kind else {
+            return;
+        };
+        let Some(wf) = data
+            .as_object()
+            .and_then(|by_node| by_node.values().rev().find_map(|w| w.get("workflow")))
+        else {
+            return;
+        };
+        self.nested_workflow = match ev.ns.is_empty() {
+            true => None,
+            false => Some((ev.ns.join("/"), wf.clone())),
+        };
     }
 
     fn stop(&mut self, status: Status, why: String) {

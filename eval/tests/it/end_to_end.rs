@@ -130,6 +130,10 @@ async fn two_scripted_cases_give_two_complete_rows() {
         assert_eq!(row.graph, "single");
         assert!(row.model.starts_with("scripted"), "{}", row.model);
         assert_eq!(row.workflow["name"], "Weekly Email Summary");
+        assert_eq!(
+            row.workflow_from, None,
+            "a finished run is scored on its own state"
+        );
         assert!(row.scores.workflow.non_empty);
         assert!(row.scores.n8n.is_none());
         assert!(!row.answer.is_empty());
@@ -256,4 +260,105 @@ async fn a_case_over_its_time_is_cancelled_and_keeps_the_state_reached() {
         "{}",
         row.model
     );
+}
+
+/// A loopback model server that accepts requests and never answers; returns its base URL.
+async fn silent_model_server() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = listener.accept().await {
+            held.push(socket);
+        }
+    });
+    format!("http://{addr}/v1")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_case_cut_inside_a_subgraph_is_scored_on_the_workflow_the_subgraph_wrote() {
+    // A phase (a subgraph, as the multi-agent builder's) adds a node, then waits on a model
+    // that never answers: the parent never commits the phase's output.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("phase.ag"),
+        r#"graph phase {
+  state {
+    messages: messages
+    workflow: json = { name: "", nodes: [], connections: {} }
+  }
+  model main = auto { openai: "never-answers", max_tokens: 16 }
+  node add {
+    set {
+      workflow: {
+        name: "",
+        nodes: [{ name: "Start", type: "n8n-nodes-base.manualTrigger", typeVersion: 1, position: [0, 0], parameters: {} }],
+        connections: {},
+      }
+    }
+  }
+  node think: llm { model: main, messages: messages }
+  START -> add -> think -> END
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("parent.ag"),
+        r#"use "phase.ag" as phase_graph
+graph parent {
+  state {
+    messages: messages
+    workflow: json = { name: "", nodes: [], connections: {} }
+  }
+  input { messages }
+  output { messages, workflow }
+  node builder: subgraph phase_graph {
+    in { messages: messages, workflow: workflow }
+    out { workflow: workflow }
+  }
+  START -> builder -> END
+}
+"#,
+    )
+    .unwrap();
+    let base = silent_model_server().await;
+    let n8n = N8n::new(CatalogueSource::Builtin);
+    let graph = {
+        let _guard = ENV.lock().unwrap_or_else(|e| e.into_inner());
+        std::env::set_var("AGENTGRAPH_PROVIDER", "openai");
+        std::env::set_var("OPENAI_BASE_URL", &base);
+        std::env::set_var("OPENAI_API_KEY", "test");
+        BuilderGraph::compile("phases", &dir.path().join("parent.ag"), &n8n.registry())
+            .expect("the test graph compiles")
+    };
+    let cases = select(
+        shipped_set("control-flow").unwrap(),
+        "control-flow",
+        &["if-branch".to_string()],
+        None,
+    )
+    .unwrap();
+    let limits = Limits {
+        case_timeout: Duration::from_secs(1),
+        max_tokens: None,
+        grace: Duration::from_secs(5),
+    };
+    let rows = evaluate(
+        &cases,
+        &[graph],
+        n8n.catalogue(),
+        &options("test".into(), limits),
+        |_| {},
+    )
+    .await;
+    let row = &rows[0];
+    assert_eq!(row.status, Status::Timeout, "{row:?}");
+    assert_eq!(row.workflow["nodes"][0]["name"], "Start", "{row:?}");
+    assert!(row.scores.workflow.non_empty);
+    let from = row.workflow_from.as_deref().unwrap_or_default();
+    assert!(from.starts_with("builder:"), "{from}");
+    // The results file keeps where the workflow came from.
+    let back = &parse_rows(&row.to_line(), "rows.jsonl").unwrap()[0];
+    assert_eq!(back.workflow_from, row.workflow_from);
 }

@@ -32,6 +32,7 @@ fn run() -> CaseRun {
         wall: Duration::from_millis(1534),
         meter,
         answered: Vec::new(),
+        workflow_from: None,
         values: json!({
             "workflow": {"name": "W", "nodes": [{"name": "A", "type": "t"}], "connections": {}},
             "messages": [
