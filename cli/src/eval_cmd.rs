@@ -8,7 +8,7 @@ use agentgraph_eval::cases::{self, Case, DEFAULT_SET};
 use agentgraph_eval::compare::{compare, DEFAULT_WATCHED};
 use agentgraph_eval::row::read_rows;
 use agentgraph_eval::summary::{markdown, seconds, summarize, Metric};
-use agentgraph_eval::{evaluate, html, model_label, BuilderGraph, EvalOptions, Limits, Row};
+use agentgraph_eval::{evaluate_pairs, html, model_label, BuilderGraph, EvalOptions, Limits, Row};
 use agentgraph_n8n::client::{N8nClient, URL_ENV};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -76,6 +76,11 @@ struct RunArgs {
     /// Where the result rows go (default: eval-<set>-<unix time>.jsonl).
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Continue the evaluation whose rows --out holds: run only the (case, graph) pairs it
+    /// lacks, append their rows, and summarize them all. The file's rows must come from the
+    /// same set and model.
+    #[arg(long, requires = "out")]
+    resume: bool,
     /// Also write an HTML page with the table and each workflow drawn.
     #[arg(long)]
     html: Option<PathBuf>,
@@ -246,7 +251,20 @@ async fn run(ctx: &Ctx, args: RunArgs) -> u8 {
             .unwrap_or_default();
         PathBuf::from(format!("eval-{set}-{secs}.jsonl"))
     });
-    let mut out = match std::fs::File::create(&out_path) {
+    let model = model_label();
+    let earlier = match earlier_rows(&args, &out_path, &set, &model) {
+        Ok(rows) => rows,
+        Err(e) => return fail(e, exit::USAGE),
+    };
+    let opened = if args.resume {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&out_path)
+    } else {
+        std::fs::File::create(&out_path)
+    };
+    let mut out = match opened {
         Ok(f) => std::io::BufWriter::new(f),
         Err(e) => {
             return fail(
@@ -257,7 +275,7 @@ async fn run(ctx: &Ctx, args: RunArgs) -> u8 {
     };
     let opts = EvalOptions {
         set: set.clone(),
-        model: model_label(),
+        model,
         concurrency: usize::try_from(args.concurrency).unwrap_or(1),
         limits: Limits {
             case_timeout: Duration::from_secs(args.case_timeout),
@@ -271,9 +289,27 @@ async fn run(ctx: &Ctx, args: RunArgs) -> u8 {
             }) as agentgraph_eval::runner::Verbose
         }),
     };
-    let total = cases.len() * graphs.len();
+    // Case by case, each graph in turn; with --resume, the pairs the file holds are left out.
+    let pairs: Vec<(&Case, &BuilderGraph)> = cases
+        .iter()
+        .flat_map(|case| graphs.iter().map(move |graph| (case, graph)))
+        .filter(|(case, graph)| {
+            !earlier
+                .iter()
+                .any(|r| r.case == case.id && r.graph == graph.label)
+        })
+        .collect();
+    let total = pairs.len();
+    let resumed = if args.resume {
+        format!(
+            " ({} already in the file)",
+            cases.len() * graphs.len() - total
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "eval: {} case(s) of {set} × {} graph(s) = {total} run(s); model {}; catalogue of {} node types; n8n {}; rows → {}",
+        "eval: {} case(s) of {set} × {} graph(s) = {total} run(s){resumed}; model {}; catalogue of {} node types; n8n {}; rows → {}",
         cases.len(),
         graphs.len(),
         opts.model,
@@ -283,7 +319,7 @@ async fn run(ctx: &Ctx, args: RunArgs) -> u8 {
     );
     let mut finished = 0;
     let mut write_failed = false;
-    let rows = evaluate(&cases, &graphs, catalogue, &opts, |row| {
+    let new_rows = evaluate_pairs(&pairs, catalogue, &opts, |row| {
         finished += 1;
         eprintln!("[{finished}/{total}] {}", progress_line(row));
         let written = writeln!(out, "{}", row.to_line()).and_then(|_| out.flush());
@@ -295,6 +331,7 @@ async fn run(ctx: &Ctx, args: RunArgs) -> u8 {
     })
     .await;
     drop(out);
+    let rows = in_case_order(&cases, &graphs, earlier, new_rows);
     print_summary(ctx, &rows);
     if write_failed {
         return exit::FAILED;
@@ -304,6 +341,51 @@ async fn run(ctx: &Ctx, args: RunArgs) -> u8 {
         &format!("agentgraph eval: {set}"),
         &rows,
     )
+}
+
+/// With `--resume`, the rows `out` already holds (none when it does not exist yet), refused
+/// when they come from another set or model: one file summarizes one evaluation.
+fn earlier_rows(args: &RunArgs, out: &Path, set: &str, model: &str) -> Result<Vec<Row>, String> {
+    if !args.resume || !out.exists() {
+        return Ok(Vec::new());
+    }
+    let rows = read_rows(out).map_err(|e| e.to_string())?;
+    if let Some(r) = rows.iter().find(|r| r.set != set || r.model != model) {
+        return Err(format!(
+            "cannot resume {}: its row for {} · {} comes from set {} and model {}, this run is set \
+             {set} and model {model}; write to another file",
+            out.display(),
+            r.case,
+            r.graph,
+            r.set,
+            r.model
+        ));
+    }
+    Ok(rows)
+}
+
+/// The earlier rows and the new ones, in case then graph order (rows of pairs this run does
+/// not name last, as the file had them).
+fn in_case_order(
+    cases: &[Case],
+    graphs: &[BuilderGraph],
+    earlier: Vec<Row>,
+    new: Vec<Row>,
+) -> Vec<Row> {
+    let rank = |r: &Row| {
+        let case = cases
+            .iter()
+            .position(|c| c.id == r.case)
+            .unwrap_or(usize::MAX);
+        let graph = graphs
+            .iter()
+            .position(|g| g.label == r.graph)
+            .unwrap_or(usize::MAX);
+        (case, graph)
+    };
+    let mut rows: Vec<Row> = earlier.into_iter().chain(new).collect();
+    rows.sort_by_key(rank);
+    rows
 }
 
 /// The graph file `--graph` names: `single`, `multi`, `instance-ai` (Instance AI's

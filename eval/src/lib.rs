@@ -36,7 +36,7 @@ pub mod summary;
 
 pub use row::Row;
 pub use run::{BuilderGraph, Limits, Status};
-pub use runner::{evaluate, model_label, EvalOptions};
+pub use runner::{evaluate, evaluate_pairs, model_label, EvalOptions};
 
 use std::path::PathBuf;
 

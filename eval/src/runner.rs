@@ -39,16 +39,28 @@ pub async fn evaluate(
     graphs: &[BuilderGraph],
     catalogue: Arc<Catalogue>,
     opts: &EvalOptions,
-    mut on_row: impl FnMut(&Row),
+    on_row: impl FnMut(&Row),
 ) -> Vec<Row> {
-    let jobs = cases
+    let pairs: Vec<(&Case, &BuilderGraph)> = cases
         .iter()
         .flat_map(|case| graphs.iter().map(move |graph| (case, graph)))
-        .enumerate()
-        .map(|(i, (case, graph))| {
-            let catalogue = catalogue.clone();
-            async move { (i, run_and_score(case, graph, &catalogue, opts).await) }
-        });
+        .collect();
+    evaluate_pairs(&pairs, catalogue, opts, on_row).await
+}
+
+/// Runs each (case, graph) pair, as [`evaluate`] does for all of them (an interrupted
+/// evaluation is continued by running the pairs its results file lacks). Returns the rows in
+/// the order of `pairs`.
+pub async fn evaluate_pairs(
+    pairs: &[(&Case, &BuilderGraph)],
+    catalogue: Arc<Catalogue>,
+    opts: &EvalOptions,
+    mut on_row: impl FnMut(&Row),
+) -> Vec<Row> {
+    let jobs = pairs.iter().copied().enumerate().map(|(i, (case, graph))| {
+        let catalogue = catalogue.clone();
+        async move { (i, run_and_score(case, graph, &catalogue, opts).await) }
+    });
     let mut done = futures::stream::iter(jobs).buffer_unordered(opts.concurrency.max(1));
     let mut rows = Vec::new();
     while let Some((i, row)) = done.next().await {

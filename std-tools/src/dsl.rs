@@ -1,6 +1,6 @@
 //! Registers std-tools with the `.ag` language (feature `dsl`): every tool, the `operations`
 //! reducer, the `apply_operations` node kind, the `trim_workflow` template filter and the
-//! `workflow_name` function, next to
+//! `workflow_name`, `discovery_brief` and `structure_problems` functions, next to
 //! the agent kinds of [`agentgraph_dsl::agents`].
 //!
 //! ```
@@ -66,6 +66,22 @@ pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
                 let request = args.get(1).and_then(|v| v.as_str()).unwrap_or_default();
                 let answer = args.first().and_then(|v| v.as_str());
                 Ok(crate::workflow::name::workflow_name(answer, request).into())
+            }),
+        },
+    );
+    reg.register_function(
+        "discovery_brief",
+        agentgraph_dsl::extensions::Function {
+            min: 1,
+            max: 1,
+            returns: agentgraph_dsl::types::Ty::String,
+            doc: "discovery_brief(discovery_context): the discovery results as text for a phase's \
+                  opening message (each node type with its version, reasoning and the parameters \
+                  that change its connections, then the best practices); \"\" when there are none"
+                .into(),
+            call: Arc::new(|args| {
+                let context = args.first().cloned().unwrap_or_default();
+                Ok(crate::builder::discovery_brief(&context).into())
             }),
         },
     );

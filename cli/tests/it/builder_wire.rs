@@ -160,6 +160,56 @@ fn check_requests(wire: Wire, replay: &Replay) -> Vec<String> {
     problems
 }
 
+/// The texts of a request's messages, in order (both wire formats).
+fn message_texts(body: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for m in body["messages"].as_array().into_iter().flatten() {
+        match &m["content"] {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(parts) => out.extend(
+                parts
+                    .iter()
+                    .filter_map(|p| p["text"].as_str().map(str::to_string)),
+            ),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The builder and configurator phases get discovery's results once, in their opening
+/// message, and not again in the context sent with every call.
+fn check_discovery_handover(replay: &Replay) -> Vec<String> {
+    let mut problems = Vec::new();
+    let mut opened = 0;
+    for (n, r) in replay.requests().iter().enumerate() {
+        let texts = message_texts(&r.body);
+        let phase = texts.iter().find(|t| {
+            t.starts_with("Build the structure for this request:")
+                || t.starts_with("Configure the workflow for this request:")
+        });
+        if let Some(first) = phase {
+            opened += 1;
+            if !first.contains("The node types discovery chose") {
+                problems.push(format!(
+                    "request {}: the phase's opening message lacks discovery's results: {first:.300}",
+                    n + 1
+                ));
+            }
+        }
+        if texts.iter().any(|t| t.contains("<discovery_context>")) {
+            problems.push(format!(
+                "request {}: the discovery results are sent again in the context",
+                n + 1
+            ));
+        }
+    }
+    if opened == 0 {
+        problems.push("no request of the builder or configurator phase".into());
+    }
+    problems
+}
+
 /// The run's usage is the sum of everything the mock streamed: the graph's own model calls
 /// and the nested ones inside update_node_parameters (the script's `match` responses, recorded
 /// by the tool executor), cache reads and writes included.
@@ -234,6 +284,9 @@ async fn run_over_the_wire(slug: &str, arch: &str, wire: Wire) -> Result<(), Str
         .map_err(|e| format!("{what}: the last line is not JSON ({e}): {stdout}"))?;
     let mut problems = check(&dir, arch, &state["workflow"]);
     problems.extend(check_requests(wire, &replay));
+    if arch == "multi" {
+        problems.extend(check_discovery_handover(&replay));
+    }
     problems.extend(check_usage(&replay, &state["usage"]["total"]));
     problems.extend(
         scenario::tool_errors(&out)

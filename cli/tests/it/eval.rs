@@ -236,3 +236,81 @@ fn an_instance_case_is_set_up_in_n8n_its_question_answered_and_checked() {
         .expect("n8n lists workflows");
     assert_eq!(left["data"].as_array().map(Vec::len), Some(0), "{left}");
 }
+
+#[test]
+fn resume_runs_only_the_pairs_the_results_file_lacks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let file = dir.path().join("rows.jsonl");
+    let f = file.to_str().unwrap();
+    let base = [
+        "eval",
+        "--set",
+        "scenarios",
+        "--only",
+        "weekly-email-summary",
+        "--out",
+        f,
+    ];
+    let lines = || std::fs::read_to_string(&file).unwrap().lines().count();
+    let first = ag(&db, &[&base[..], &["--graph", "single"]].concat());
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(lines(), 1);
+
+    // The interrupted evaluation goes on: only the multi-agent row is new, and the summary
+    // holds both.
+    let both = ["--graph", "single", "--graph", "multi", "--resume"];
+    let second = ag(&db, &[&base[..], &both].concat());
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second.stderr.contains("= 1 run(s) (1 already in the file)"),
+        "{}",
+        second.stderr
+    );
+    assert!(
+        second.stderr.contains("[1/1] weekly-email-summary"),
+        "{}",
+        second.stderr
+    );
+    assert_eq!(lines(), 2);
+    let graphs: Vec<String> = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["graph"].to_string())
+        .collect();
+    assert_eq!(graphs, ["\"single\"", "\"multi\""]);
+    assert!(
+        second.stdout.contains("| single | 1 |"),
+        "{}",
+        second.stdout
+    );
+    assert!(second.stdout.contains("| multi | 1 |"), "{}", second.stdout);
+
+    // Nothing left to run: nothing is appended.
+    let third = ag(&db, &[&base[..], &both].concat());
+    assert_eq!(third.code, 0, "{}", third.stderr);
+    assert!(
+        third.stderr.contains("= 0 run(s) (2 already in the file)"),
+        "{}",
+        third.stderr
+    );
+    assert_eq!(lines(), 2);
+
+    // Rows of another set are not continued.
+    let other = ag(
+        &db,
+        &[
+            "eval",
+            "--set",
+            "control-flow",
+            "--limit",
+            "1",
+            "--out",
+            f,
+            "--resume",
+        ],
+    );
+    assert_eq!(other.code, 2, "{}", other.stderr);
+    assert!(other.stderr.contains("cannot resume"), "{}", other.stderr);
+    assert_eq!(lines(), 2);
+}

@@ -23,9 +23,9 @@ pub use best_practices::{
     document, render, render_all, technique_ids, techniques, GetBestPractices, Technique,
 };
 pub use discovery::{
-    looks_like_full_type, validate as validate_discovery, ConnectionChangingParameter,
-    DiscoveredNode, DiscoveryResults, NodeTypeChecker, SubmitDiscoveryResults,
-    DEFAULT_COORDINATION_LOG_CHANNEL, DEFAULT_DISCOVERY_CHANNEL,
+    discovery_brief, looks_like_full_type, validate as validate_discovery,
+    ConnectionChangingParameter, DiscoveredNode, DiscoveryResults, NodeTypeChecker,
+    SubmitDiscoveryResults, DEFAULT_COORDINATION_LOG_CHANNEL, DEFAULT_DISCOVERY_CHANNEL,
 };
 pub use update_parameters::{
     changed_keys, fix_expression_prefixes, ChangedKeys, UpdateNodeParameters,

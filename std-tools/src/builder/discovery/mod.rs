@@ -27,9 +27,11 @@
 //! The tool is here; the submission's types are in `results`, its validation ([`validate`]) in
 //! `validate`.
 
+mod brief;
 mod results;
 mod validate;
 
+pub use brief::discovery_brief;
 pub use results::{ConnectionChangingParameter, DiscoveredNode, DiscoveryResults};
 pub use validate::{looks_like_full_type, validate};
 
