@@ -236,6 +236,11 @@ pub fn plan_node(
     requested: Option<&str>,
     params: Map<String, Value>,
 ) -> Result<PlannedNode, ToolError> {
+    // A type written without its `@n8n/` scope, in another case or by its short name alone is
+    // read as the one type it names (a local model sent `n8n-nodes-langchain.lmChatCohere`
+    // three times, each refused, and its turn ended there).
+    let asked = node_type;
+    let node_type = catalogue.recover_type(asked).unwrap_or(asked);
     let desc = catalogue.get(node_type, None).ok_or_else(|| {
         ToolError::new(
             codes::NODE_TYPE_NOT_FOUND,
@@ -351,6 +356,12 @@ pub fn plan_node(
     );
     if name != base {
         message.push_str(&format!(" (named \"{name}\" because \"{base}\" was taken)"));
+    }
+    if asked != node_type {
+        message.push_str(&format!(
+            "\nNote: `{asked}` is not a node type; it was read as `{node_type}`. Write the full \
+             type as search_nodes shows it."
+        ));
     }
     if !ignored.is_empty() {
         message.push_str(&format!(

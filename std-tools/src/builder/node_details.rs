@@ -47,7 +47,10 @@ impl GetNodeDetails {
 
     /// Renders the details of the type named in `args`.
     pub fn run(&self, args: &Value) -> Result<String, ToolError> {
-        let name = req_str(args, "nodeName")?;
+        let asked = req_str(args, "nodeName")?;
+        // A type misspelled without ambiguity (no `@n8n/` scope, another case, the short
+        // name alone) is read as the type it names.
+        let name = self.catalogue.recover_type(asked).unwrap_or(asked);
         let with_parameters = args
             .get("withParameters")
             .and_then(Value::as_bool)

@@ -351,6 +351,27 @@ impl Catalogue {
         self.types.contains_key(node_type)
     }
 
+    /// The catalogue's name of the one type `node_type` misspells without ambiguity: its
+    /// `@n8n/` scope left out (`n8n-nodes-langchain.lmChatCohere`, written so by a local model),
+    /// another letter case, or the short name alone (`httpRequest`). `None` when `node_type`
+    /// is a type as written, or could be none or several (`code` is in both packages).
+    pub fn recover_type(&self, node_type: &str) -> Option<&str> {
+        let t = node_type.trim();
+        if t.is_empty() || self.contains(node_type) {
+            return None;
+        }
+        let lower = t.to_ascii_lowercase();
+        let scoped = format!("@n8n/{lower}");
+        let mut hits = self.types().filter(|name| {
+            let name_lower = name.to_ascii_lowercase();
+            name_lower == lower
+                || name_lower == scoped
+                || (!t.contains('.') && short_name(name).eq_ignore_ascii_case(t))
+        });
+        let first = hits.next()?;
+        hits.next().is_none().then_some(first)
+    }
+
     /// Full type names, sorted.
     pub fn types(&self) -> impl Iterator<Item = &str> {
         self.types.keys().map(String::as_str)

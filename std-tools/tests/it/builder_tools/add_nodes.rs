@@ -250,3 +250,68 @@ async fn adding_a_node_that_is_already_there_names_it_instead() {
     let names: Vec<&str> = s.wf.node_names().collect();
     assert_eq!(names, vec!["Prepare", "Prepare1"]);
 }
+
+#[tokio::test]
+async fn a_type_misspelled_without_ambiguity_is_read_as_the_type_it_names() {
+    let mut s = Session::new(builtin());
+    let tool = AddNodes::new(s.cat.clone());
+    // A local model's spelling in an eval run (`n8n-nodes-langchain.lmChatCohere`, sent three
+    // times and refused each time): the `@n8n/` scope left out.
+    let out = s
+        .call(
+            &tool,
+            json!({"nodeType": "n8n-nodes-langchain.lmChatOpenAi", "name": "Model",
+                   "connectionParametersReasoning": "static", "connectionParameters": {}}),
+        )
+        .await
+        .expect("the scope-less type is read as the real one");
+    let msg = text(&out);
+    assert!(
+        msg.contains("`n8n-nodes-langchain.lmChatOpenAi` is not a node type; it was read as `@n8n/n8n-nodes-langchain.lmChatOpenAi`"),
+        "{msg}"
+    );
+    let ops = ops_of(&out);
+    let [Operation::AddNodes { nodes }] = ops.as_slice() else {
+        panic!("{ops:?}")
+    };
+    assert_eq!(nodes[0].node_type, "@n8n/n8n-nodes-langchain.lmChatOpenAi");
+
+    // Another case and the short name alone name one type each.
+    let cat = builtin();
+    assert_eq!(
+        cat.recover_type("N8N-Nodes-Base.HTTPREQUEST"),
+        Some("n8n-nodes-base.httpRequest")
+    );
+    assert_eq!(
+        cat.recover_type("httpRequest"),
+        Some("n8n-nodes-base.httpRequest")
+    );
+    assert_eq!(
+        cat.recover_type("agent"),
+        Some("@n8n/n8n-nodes-langchain.agent")
+    );
+    // A type as written, an unknown one, and a short name two types share are not recovered.
+    assert_eq!(cat.recover_type("n8n-nodes-base.httpRequest"), None);
+    assert_eq!(cat.recover_type("n8n-nodes-base.emailer"), None);
+    assert_eq!(cat.recover_type(""), None);
+
+    // Ambiguous: a short name of two packages stays unknown, with suggestions.
+    let mut two: Catalogue = (*builtin()).clone();
+    let mut other = two
+        .get("n8n-nodes-base.code", None)
+        .expect("the built-in Code node")
+        .clone();
+    other.name = "@n8n/n8n-nodes-langchain.code".into();
+    two.insert(other);
+    assert_eq!(two.recover_type("code"), None);
+    let s2 = Session::new(Arc::new(two));
+    let tool = AddNodes::new(s2.cat.clone());
+    let err = s2
+        .err(
+            &tool,
+            json!({"nodeType": "code", "name": "C", "connectionParametersReasoning": "static",
+                   "connectionParameters": {}}),
+        )
+        .await;
+    assert!(err.to_string().contains("not in the catalogue"), "{err}");
+}
