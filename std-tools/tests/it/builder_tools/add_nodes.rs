@@ -253,7 +253,7 @@ async fn adding_a_node_that_is_already_there_names_it_instead() {
 
 #[tokio::test]
 async fn a_type_misspelled_without_ambiguity_is_read_as_the_type_it_names() {
-    let mut s = Session::new(builtin());
+    let s = Session::new(builtin());
     let tool = AddNodes::new(s.cat.clone());
     // A local model's spelling in an eval run (`n8n-nodes-langchain.lmChatCohere`, sent three
     // times and refused each time): the `@n8n/` scope left out.
