@@ -196,17 +196,8 @@ async fn a_case_over_its_token_budget_is_cancelled() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_case_over_its_time_is_cancelled_and_keeps_the_state_reached() {
-    // A model server on loopback that accepts requests and never answers.
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
-    tokio::spawn(async move {
-        let mut held = Vec::new();
-        while let Ok((socket, _)) = listener.accept().await {
-            held.push(socket);
-        }
-    });
+    let base = silent_model_server().await;
     let n8n = N8n::new(CatalogueSource::Builtin);
-    let base = format!("http://{addr}/v1");
     let (graph, model) = compile(
         &[
             ("AGENTGRAPH_PROVIDER", "openai"),
