@@ -516,7 +516,7 @@ async fn a_phase_cut_by_its_timeout_keeps_what_its_tools_did() {
         .as_str()
         .unwrap()
         .to_string();
-    assert!(context.contains("\"Every Morning\": {"), "{context:.600}");
+    assert!(context.contains("\"Every Morning\":{"), "{context:.600}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
