@@ -207,18 +207,7 @@ async fn a_case_over_its_time_is_cancelled_and_keeps_the_state_reached() {
         ],
         &n8n,
     );
-    let cases = select(
-        shipped_set("control-flow").unwrap(),
-        "control-flow",
-        &["if-branch".to_string()],
-        None,
-    )
-    .unwrap();
-    let limits = Limits {
-        case_timeout: Duration::from_secs(1),
-        max_tokens: None,
-        grace: Duration::from_secs(5),
-    };
+    let (cases, limits) = one_case_within_a_second();
     let started = Instant::now();
     let rows = evaluate(
         &cases,
@@ -251,6 +240,23 @@ async fn a_case_over_its_time_is_cancelled_and_keeps_the_state_reached() {
         "{}",
         row.model
     );
+}
+
+/// The `if-branch` case of the control-flow set, with one second to run (five to stop).
+fn one_case_within_a_second() -> (Vec<agentgraph_eval::cases::Case>, Limits) {
+    let cases = select(
+        shipped_set("control-flow").unwrap(),
+        "control-flow",
+        &["if-branch".to_string()],
+        None,
+    )
+    .unwrap();
+    let limits = Limits {
+        case_timeout: Duration::from_secs(1),
+        max_tokens: None,
+        grace: Duration::from_secs(5),
+    };
+    (cases, limits)
 }
 
 /// A loopback model server that accepts requests and never answers; returns its base URL.
@@ -323,18 +329,7 @@ graph parent {
         BuilderGraph::compile("phases", &dir.path().join("parent.ag"), &n8n.registry())
             .expect("the test graph compiles")
     };
-    let cases = select(
-        shipped_set("control-flow").unwrap(),
-        "control-flow",
-        &["if-branch".to_string()],
-        None,
-    )
-    .unwrap();
-    let limits = Limits {
-        case_timeout: Duration::from_secs(1),
-        max_tokens: None,
-        grace: Duration::from_secs(5),
-    };
+    let (cases, limits) = one_case_within_a_second();
     let rows = evaluate(
         &cases,
         &[graph],
