@@ -381,7 +381,7 @@ pub fn plan_node(
             "\nThis is a sub-node: connect it with connect_nodes from this node to the node \
              that uses it (e.g. chat model → agent).",
         );
-        if let Some(main) = main_flow_variant(catalogue, wf, &desc.name) {
+        if let Some(main) = super::main_flow::main_flow_variant(catalogue, wf, &desc.name) {
             message.push_str(&format!(
                 "\nNote: this is the tool variant that an AI Agent calls through an ai_tool \
                  connection, and no node of this workflow takes tools. For a step of the main \
@@ -405,24 +405,4 @@ fn node_id(ctx: &ToolContext, what: &str) -> String {
     uuid::Builder::from_random_bytes(bits.to_be_bytes())
         .into_uuid()
         .to_string()
-}
-
-/// The main-flow node type of a `…Tool` variant (`n8n-nodes-base.gmail` for `…gmailTool`) when
-/// the workflow has no node taking `ai_tool` inputs: a small model picked the Gmail Tool to
-/// read mail in a workflow without an agent, and it can never run there.
-pub(super) fn main_flow_variant(
-    catalogue: &Catalogue,
-    wf: &Workflow,
-    node_type: &str,
-) -> Option<String> {
-    let base = node_type.strip_suffix("Tool")?;
-    let desc = catalogue.get(base, None)?;
-    if desc.is_hidden() {
-        return None;
-    }
-    let takes_tools = wf
-        .nodes
-        .iter()
-        .any(|n| super::state::node_ports(catalogue, n).is_ok_and(|p| p.has_input("ai_tool")));
-    (!takes_tools).then(|| desc.name.clone())
 }

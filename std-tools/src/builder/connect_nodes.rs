@@ -133,7 +133,7 @@ impl ConnectNodes {
         let (kind, swap) = infer(src, tgt, &sp, &tp, requested).map_err(|mut e| {
             // A `…Tool` node in the main flow: name the node type that belongs there.
             if let Some(main) = [tgt, src].into_iter().find_map(|n| {
-                super::add_nodes::main_flow_variant(&self.catalogue, wf, &n.node_type)
+                super::main_flow::main_flow_variant(&self.catalogue, wf, &n.node_type)
                     .map(|m| (n.name.clone(), m))
             }) {
                 e.message.push_str(&format!(
@@ -241,6 +241,43 @@ impl ConnectNodes {
             target_input_index: in_idx,
             swapped: swap,
         })
+    }
+}
+
+/// Whether a planning error says the two ends have no connection type in common (inferred or
+/// asked for).
+fn incompatible(e: &ToolError) -> bool {
+    matches!(
+        e.code.as_str(),
+        codes::INCOMPATIBLE_CONNECTION | codes::INVALID_CONNECTION_TYPE
+    )
+}
+
+impl ConnectNodes {
+    /// The connection planned after turning a tool-variant end (target first) into its
+    /// main-flow type, when the workflow has no agent and the connection is then possible
+    /// ([`super::main_flow`]).
+    fn plan_as_main_flow(
+        &self,
+        wf: &Workflow,
+        args: &Value,
+    ) -> Option<(super::main_flow::MainFlowNode, PlannedConnection)> {
+        let ends = ["targetNodeId", "sourceNodeId"]
+            .into_iter()
+            .filter_map(|k| args.get(k).and_then(Value::as_str))
+            .filter_map(|key| find_node(wf, key, "").ok());
+        for node in ends {
+            let Some(change) = super::main_flow::as_main_flow_node(&self.catalogue, wf, node)
+            else {
+                continue;
+            };
+            if let Ok(plan) = self.plan(&change.workflow, args) {
+                if plan.kind == MAIN {
+                    return Some((change, plan));
+                }
+            }
+        }
+        None
     }
 }
 
@@ -433,6 +470,16 @@ impl Tool for ConnectNodes {
         let plan = match self.plan(&wf, &args) {
             Err(e) if e.code == codes::ALREADY_CONNECTED => {
                 return Ok(ToolOutput::text(e.message));
+            }
+            Err(e) if incompatible(&e) => {
+                return match self.plan_as_main_flow(&wf, &args) {
+                    Some((change, plan)) => Ok(output_with_operations(
+                        ctx,
+                        format!("{}{}", change.note, plan.message()),
+                        &[change.operation, plan.operation()],
+                    )),
+                    None => Err(e),
+                };
             }
             other => other?,
         };

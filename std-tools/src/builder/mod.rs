@@ -10,6 +10,7 @@ pub mod best_practices;
 pub mod connect_nodes;
 pub mod discovery;
 pub mod get_node_parameter;
+pub mod main_flow;
 pub mod node_details;
 pub mod positions;
 pub mod remove_connection;

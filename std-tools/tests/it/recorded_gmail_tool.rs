@@ -67,18 +67,56 @@ async fn a_tool_variant_added_where_no_agent_takes_tools_names_the_main_flow_nod
     );
 }
 
+/// The run answered this call `INCOMPATIBLE_CONNECTION` (naming `n8n-nodes-base.gmail`), and
+/// the model sent it twice more unchanged: the tool variant is now made the main-flow node and
+/// connected.
 #[tokio::test]
-async fn connecting_a_trigger_to_a_tool_variant_names_the_main_flow_node() {
+async fn connecting_a_trigger_to_a_tool_variant_makes_it_the_main_flow_node() {
     let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(catalogue()))];
     let out = replay("gmail_tool_010.sse", tools, "", USER, workflow(true)).await;
+    let result = only_tool_message(&out);
+    assert_ne!(result["status"], "error", "{result}");
     let text = tool_result(&out);
-    assert!(text.contains("INCOMPATIBLE_CONNECTION"), "{text}");
+    assert!(text.contains("it is now `n8n-nodes-base.gmail`"), "{text}");
     assert!(
-        text.contains("add `n8n-nodes-base.gmail` instead"),
+        text.contains("Connected \\\"Every Monday at 7\\\" to \\\"Fetch Unread Gmail\\\" via main"),
         "{text}"
     );
-    // Nothing was connected.
+    let wf = &out.values["workflow"];
+    let node = wf["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["id"] == TOOL_ID))
+        .cloned()
+        .expect("the node is kept, with its id");
+    assert_eq!(node["type"], "n8n-nodes-base.gmail");
+    assert_eq!(node["name"], "Fetch Unread Gmail");
+    assert_eq!(
+        wf["connections"]["Every Monday at 7"]["main"][0][0]["node"],
+        "Fetch Unread Gmail"
+    );
+}
+
+/// With an agent in the workflow the same connection stays refused: the tool may be meant for
+/// the agent.
+#[tokio::test]
+async fn with_an_agent_a_main_connection_to_a_tool_variant_stays_refused() {
+    let mut wf = workflow(true);
+    wf["nodes"].as_array_mut().expect("nodes").push(json!({
+        "id": "agent-1", "name": "AI Agent", "type": "@n8n/n8n-nodes-langchain.agent",
+        "typeVersion": 2.2, "position": [200, 0], "parameters": {}
+    }));
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(catalogue()))];
+    let out = replay("gmail_tool_010.sse", tools, "", USER, wf).await;
+    let text = tool_result(&out);
+    assert!(text.contains("INCOMPATIBLE_CONNECTION"), "{text}");
     assert_eq!(out.values["workflow"]["connections"], json!({}));
+    let types: Vec<&str> = out.values["workflow"]["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["type"].as_str())
+        .collect();
+    assert!(types.contains(&"n8n-nodes-base.gmailTool"), "{types:?}");
 }
 
 #[tokio::test]

@@ -329,7 +329,8 @@ impl LlmNode {
 
     /// Answers `req`; after a context overflow, compacts the conversation and answers the
     /// smaller request once more (`remembered`: the memory's messages, sent first); after a
-    /// tool call cut off by the output limit, asks once more with a note (`truncation`).
+    /// tool call cut off by the output limit, asks once more with a note, and when that answer
+    /// is cut too, answers with text saying so (`truncation`).
     async fn answer(
         &self,
         ctx: &TaskContext,
@@ -352,6 +353,21 @@ impl LlmNode {
                 let retry = truncation::retry_request(&req, &e);
                 return match self.attempt(ctx, &retry, msg_id).await {
                     Ok(answer) => Ok((answer, None)),
+                    // Cut again: the turn goes on with an answer that says so (the graph's
+                    // routing decides what comes next) instead of failing the run.
+                    Err(Failure::Model(again @ ModelError::OutputTruncated { .. })) => {
+                        tracing::warn!(
+                            target: "agentgraph::recover",
+                            node = ctx.node(),
+                            "tool call cut off by the output limit again: answering without it                              ({again})"
+                        );
+                        ctx.emit_custom(truncation::gave_up_event(ctx.node(), &again))
+                            .await;
+                        Ok((
+                            Answer::Message(truncation::gave_up(&again, &self.model.name())),
+                            None,
+                        ))
+                    }
                     Err(other) => Err(self.failure(other)),
                 };
             }

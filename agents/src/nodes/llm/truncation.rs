@@ -7,19 +7,25 @@
 //! longer. The note is part of the second request only: the conversation in state keeps the
 //! model's second answer, not the note.
 //!
+//! When the second answer is cut as well, the node does not fail the run: it answers with a
+//! text message saying which call was cut twice and that it was not made ([`gave_up`]), marked
+//! `stop_reason: max_tokens`, so the graph's routing goes on as after any answer without tool
+//! calls (a builder graph reminds the model that nothing was built; a chat ends the turn with
+//! the truth). A small model cut twice inside one `add_nodes` call otherwise lost the whole turn.
+//!
 //! When complete calls came before the cut one, the providers keep those and drop the cut call
 //! (see `finish` in `models::openai` and `models::anthropic`): the answer is used as it is, and
 //! the model goes on from the calls that were made.
 
-use crate::models::{ModelError, ModelRequest};
+use crate::models::{ModelError, ModelRequest, ModelResponse, Usage};
 use serde_json::{json, Value};
 
 /// The message id of the note (stable, so a replayed request is byte-identical).
 pub(super) const NOTE_ID: &str = "output-truncated";
 
-/// The note sent after the conversation when the previous answer's tool call was cut off.
-pub(super) fn note(cause: &ModelError) -> Value {
-    let (tool, limit) = match cause {
+/// The cut tool's name and the limit, as words.
+fn tool_and_limit(cause: &ModelError) -> (&str, String) {
+    match cause {
         ModelError::OutputTruncated {
             tool, max_tokens, ..
         } => (
@@ -29,7 +35,12 @@ pub(super) fn note(cause: &ModelError) -> Value {
                 .unwrap_or_else(|| "the output limit".into()),
         ),
         _ => ("", "the output limit".into()),
-    };
+    }
+}
+
+/// The note sent after the conversation when the previous answer's tool call was cut off.
+pub(super) fn note(cause: &ModelError) -> Value {
+    let (tool, limit) = tool_and_limit(cause);
     json!({
         "type": "human",
         "id": NOTE_ID,
@@ -46,6 +57,31 @@ pub(super) fn retry_request(req: &ModelRequest, cause: &ModelError) -> ModelRequ
     let mut retry = req.clone();
     retry.messages.push(note(cause));
     retry
+}
+
+/// The answer used when the retry was cut off too: text naming the call that was not made,
+/// with the stop reason of a cut answer.
+pub(super) fn gave_up(cause: &ModelError, model: &str) -> ModelResponse {
+    let (tool, limit) = tool_and_limit(cause);
+    ModelResponse {
+        text: format!(
+            "(My answer was cut off twice at {limit} in the middle of a `{tool}` call, so that \
+             call was not made.)"
+        ),
+        tool_calls: Vec::new(),
+        stop_reason: "max_tokens".into(),
+        usage: Usage::default(),
+        model: model.to_string(),
+    }
+}
+
+/// The custom event reporting that the retry was cut off too.
+pub(super) fn gave_up_event(node: &str, cause: &ModelError) -> Value {
+    json!({
+        "recovery": "output_truncated_twice",
+        "node": node,
+        "title": format!("answer cut off again, going on without the call: {cause}"),
+    })
 }
 
 /// The custom event reporting the retry.

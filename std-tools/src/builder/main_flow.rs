@@ -1,0 +1,95 @@
+//! Tool variants in the main flow. `n8n-nodes-base.gmailTool` is the Gmail node as a tool an AI
+//! Agent calls (one `ai_tool` output, no main input); a workflow without an agent can never run
+//! it. A small model picked the Gmail Tool to send the result of a main-flow step, was told that
+//! the connection is impossible and that `n8n-nodes-base.gmail` belongs there, and connected
+//! the same two nodes again until the turn ended on the repeat guard.
+//!
+//! [`main_flow_variant`] names the main-flow type; [`as_main_flow_node`] is the recovery
+//! `connect_nodes` makes when a main connection to or from such a node is asked for in a
+//! workflow without an agent: the node becomes its main-flow type (name, position and shared
+//! parameters kept), and the connection is made.
+
+use super::state::node_key;
+use crate::catalogue::Catalogue;
+use crate::operations::Operation;
+use crate::workflow::{number, Workflow, WorkflowNode};
+use serde_json::{Map, Value};
+
+/// Parameters only a tool variant has (the description an agent reads).
+const TOOL_ONLY_PARAMETERS: [&str; 2] = ["toolDescription", "descriptionType"];
+
+/// The main-flow node type of a `…Tool` variant (`n8n-nodes-base.gmail` for `…gmailTool`) when
+/// the workflow has no node taking `ai_tool` inputs: a small model picked the Gmail Tool to
+/// read mail in a workflow without an agent, and it can never run there.
+pub fn main_flow_variant(catalogue: &Catalogue, wf: &Workflow, node_type: &str) -> Option<String> {
+    let base = node_type.strip_suffix("Tool")?;
+    let desc = catalogue.get(base, None)?;
+    if desc.is_hidden() {
+        return None;
+    }
+    let takes_tools = wf
+        .nodes
+        .iter()
+        .any(|n| super::state::node_ports(catalogue, n).is_ok_and(|p| p.has_input("ai_tool")));
+    (!takes_tools).then(|| desc.name.clone())
+}
+
+/// A tool-variant node turned into its main-flow type: the workflow with the node changed (to
+/// plan the connection on), the operation that makes the change, and a sentence for the model.
+#[derive(Debug, Clone)]
+pub struct MainFlowNode {
+    /// `wf` with the node's type changed.
+    pub workflow: Workflow,
+    /// The `updateNode` operation changing it.
+    pub operation: Operation,
+    /// What was done, for the tool message.
+    pub note: String,
+}
+
+/// `node` (a tool variant of `wf` without an agent, with no `ai_tool` connection of its own) as
+/// its main-flow type; `None` when it is not such a node.
+pub fn as_main_flow_node(
+    catalogue: &Catalogue,
+    wf: &Workflow,
+    node: &WorkflowNode,
+) -> Option<MainFlowNode> {
+    let main = main_flow_variant(catalogue, wf, &node.node_type)?;
+    let used_as_tool = wf
+        .connections
+        .get(&node.name)
+        .is_some_and(|by_type| by_type.contains_key("ai_tool"));
+    if used_as_tool {
+        return None;
+    }
+    let version = catalogue.default_version(&main)?;
+    let parameters: Map<String, Value> = node
+        .parameters
+        .iter()
+        .filter(|(k, _)| !TOOL_ONLY_PARAMETERS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let mut updates = Map::new();
+    updates.insert("type".into(), Value::String(main.clone()));
+    updates.insert("typeVersion".into(), Value::Number(number(version)));
+    updates.insert("parameters".into(), Value::Object(parameters.clone()));
+    let mut workflow = wf.clone();
+    let changed =
+        std::sync::Arc::make_mut(workflow.nodes.iter_mut().find(|n| n.name == node.name)?);
+    changed.node_type = main.clone();
+    changed.type_version = number(version);
+    changed.parameters = parameters;
+    let note = format!(
+        "\"{}\" was `{}`, the tool variant that only an AI Agent calls, and this workflow has no \
+         agent: it is now `{main}`, the node for a step of the main flow (name and parameters \
+         kept). ",
+        node.name, node.node_type
+    );
+    Some(MainFlowNode {
+        workflow,
+        operation: Operation::UpdateNode {
+            node_id: node_key(node),
+            updates,
+        },
+        note,
+    })
+}
