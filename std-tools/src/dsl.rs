@@ -1,6 +1,6 @@
 //! Registers std-tools with the `.ag` language (feature `dsl`): every tool, the `operations`
 //! reducer, the `apply_operations` node kind, the `trim_workflow` template filter and the
-//! `workflow_name`, `discovery_brief` and `structure_problems` functions, next to
+//! `workflow_name`, `discovery_brief`, `searched_node` and `structure_problems` functions, next to
 //! the agent kinds of [`agentgraph_dsl::agents`].
 //!
 //! ```
@@ -82,6 +82,30 @@ pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
             call: Arc::new(|args| {
                 let context = args.first().cloned().unwrap_or_default();
                 Ok(crate::builder::discovery_brief(&context).into())
+            }),
+        },
+    );
+    reg.register_function(
+        "searched_node",
+        agentgraph_dsl::extensions::Function {
+            min: 2,
+            max: 2,
+            returns: agentgraph_dsl::types::Ty::String,
+            doc: "searched_node(messages, workflow): the first node type of the newest \
+                  successful search_nodes result that the workflow does not hold yet (a trigger \
+                  only while it has none), as \"`type` (Label)\"; \"\" when there is none"
+                .into(),
+            call: Arc::new(|args| {
+                let messages = args
+                    .first()
+                    .and_then(|v| v.as_array())
+                    .map(Vec::as_slice)
+                    .unwrap_or_default();
+                let picked = args
+                    .get(1)
+                    .and_then(|v| crate::workflow::Workflow::from_value_ref(v).ok())
+                    .and_then(|wf| crate::builder::next_node::searched_node(messages, &wf));
+                Ok(picked.unwrap_or_default().into())
             }),
         },
     );

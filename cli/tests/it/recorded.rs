@@ -958,6 +958,56 @@ async fn a_build_that_repeats_a_search_is_moved_on_to_the_next_step() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_repeated_search_is_followed_by_the_node_it_found() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded with the graph before the fix (`agentgraph eval`, case `daily-weather-report`,
+    // `OPENAI_NAMED_TOOL_CHOICE=hint`): a name, the required add_trigger, a search for
+    // "openweather", the OpenWeatherMap node added, a search for "email", and the same search
+    // again. Told "take the next step" and made to call add_nodes, the model then added
+    // OpenWeatherMap a second time (NODE_EXISTS) and searched "email" until the repeat guard
+    // ended the turn with two nodes.
+    let case = "single-agent-search-loop";
+    let mut plan: Vec<Step> = (1..=6).map(|n| answer(case, n)).collect();
+    plan.push(Step::Refuse);
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let request = "Create a workflow that sends a personalized morning weather report email using OpenWeather API data.";
+    let (_out, _db) = turn_with(
+        shipped("single-agent.ag"),
+        request,
+        server.uri(),
+        &[
+            ("AGENTGRAPH_PARALLEL_TOOL_CALLS", "false"),
+            ("OPENAI_NAMED_TOOL_CHOICE", "hint"),
+        ],
+    )
+    .await;
+    let requests = provider.requests();
+    let agent = calls_of(&requests, SINGLE_RULES);
+    assert_eq!(agent.len(), 6, "{requests:#?}");
+    // After the repeat: add_nodes, with a nudge naming the first search result the workflow
+    // lacks (the recorded results list Send Email first).
+    assert_eq!(forced_tool(agent[5]), Some("add_nodes"));
+    let last = agent[5]["messages"].as_array().unwrap();
+    let nudge = last
+        .iter()
+        .rev()
+        .find(|m| {
+            m["role"] == "user"
+                && m["content"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("You already have those results"))
+        })
+        .expect("the nudge");
+    let text = nudge["content"].as_str().unwrap();
+    assert!(
+        text.contains("Add the node you searched for now: `n8n-nodes-base.emailSend` (Send Email)"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn the_orchestrator_stops_a_failing_call_the_model_keeps_sending() {
     // Recorded in an eval run of Instance AI's orchestrator before the guard: the same
     // send_to_task to a task that does not exist, answered "no background task" each time;
