@@ -620,3 +620,85 @@ async fn without_the_setting_the_whole_recorded_batch_is_kept() {
     assert_eq!(calls.len(), 13, "{ai}");
     assert_eq!(calls[12]["name"], "update_node_parameters");
 }
+
+/// The single agent's forced `add_nodes` request of a recorded eval run (case
+/// `daily-weather-report`, `OPENAI_NAMED_TOOL_CHOICE=hint`), answered first with a recorded
+/// answer that calls `search_nodes` instead (the same run's free search for "email": the answer
+/// that ignored a hint in an earlier run was not recorded), then with the recorded answer to
+/// the forced request. The node asks again with `add_nodes` alone and keeps that answer.
+#[tokio::test]
+async fn an_answer_ignoring_the_named_tool_is_asked_again_with_that_tool_alone() {
+    use agentgraph_agents::models::openai::NamedToolChoice;
+    let server = MockServer::start().await;
+    serve_once(
+        &server,
+        200,
+        fixture("named_ignored.sse"),
+        "text/event-stream",
+    )
+    .await;
+    serve_once(
+        &server,
+        200,
+        fixture("named_retry.sse"),
+        "text/event-stream",
+    )
+    .await;
+    let req = request("named_ignored");
+    let (system, mut messages) = conversation(&req);
+    // The hint the provider adds itself.
+    if messages
+        .last()
+        .and_then(|m| m["content"].as_str())
+        .is_some_and(|t| t.starts_with("Call the `"))
+    {
+        messages.pop();
+    }
+    let model: Arc<dyn ChatModel> = Arc::new(
+        OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
+            .expect("client")
+            .with_base_url(format!("{}/v1", server.uri()))
+            .with_named_tool_choice(NamedToolChoice::Hint),
+    );
+    let agent = LlmNode::new(model)
+        .system(system)
+        .tools(specs(&req))
+        .tool_choice(agentgraph_agents::models::ToolChoice::Tool(
+            "add_nodes".into(),
+        ))
+        .max_tokens(1024)
+        .usage_channel("usage");
+    let (out, events) = run(&graph(agent, None), messages).await;
+    let out = out.expect("the run ends");
+    let requests = server.received_requests().await.unwrap_or_default();
+    assert_eq!(requests.len(), 2);
+    let first: Value = serde_json::from_slice(&requests[0].body).expect("JSON body");
+    let second: Value = serde_json::from_slice(&requests[1].body).expect("JSON body");
+    assert_eq!(first["tools"].as_array().map(Vec::len), Some(8));
+    let tools: Vec<&str> = second["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["add_nodes"]);
+    assert_eq!(second["tool_choice"], "required");
+    let ai = out.values["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .expect("answer");
+    let calls: Vec<&str> = ai["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    assert_eq!(calls, ["add_nodes"], "{ai}");
+    let retry: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["recovery"] == "named_tool_ignored")
+        .collect();
+    assert_eq!(retry.len(), 1, "{events:?}");
+    assert_eq!(retry[0]["called"], json!(["search_nodes"]));
+}

@@ -1,6 +1,7 @@
 //! The `llm` node: one chat-model call per task, streamed into the `messages` stream mode.
 
 mod build;
+mod named_choice;
 mod overflow;
 mod recovery;
 mod truncation;
@@ -330,7 +331,8 @@ impl LlmNode {
     /// Answers `req`; after a context overflow, compacts the conversation and answers the
     /// smaller request once more (`remembered`: the memory's messages, sent first); after a
     /// tool call cut off by the output limit, asks once more with a note, and when that answer
-    /// is cut too, answers with text saying so (`truncation`).
+    /// is cut too, answers with text saying so (`truncation`); after an answer that ignored a
+    /// named tool choice, asks once more with that tool alone (`named_choice`).
     async fn answer(
         &self,
         ctx: &TaskContext,
@@ -339,7 +341,25 @@ impl LlmNode {
         msg_id: &str,
     ) -> Result<(Answer, Option<overflow::Compacted>), NodeError> {
         let cause = match self.attempt(ctx, &req, msg_id).await {
-            Ok(answer) => return Ok((answer, None)),
+            Ok(answer) => {
+                let Some(retry) = named_choice::retry_request(&req, &answer) else {
+                    return Ok((answer, None));
+                };
+                tracing::warn!(
+                    target: "agentgraph::recover",
+                    node = ctx.node(),
+                    "named tool choice not followed: calling the model again with that tool alone"
+                );
+                ctx.emit_custom(named_choice::event(ctx.node(), &req, &answer))
+                    .await;
+                return match self.attempt(ctx, &retry, msg_id).await {
+                    Ok(mut again) => {
+                        named_choice::add_usage(&mut again, &answer);
+                        Ok((again, None))
+                    }
+                    Err(other) => Err(self.failure(other)),
+                };
+            }
             Err(Failure::Model(e @ ModelError::ContextOverflow { .. })) => e,
             Err(Failure::Model(e @ ModelError::OutputTruncated { .. }))
                 if !self.tools.is_empty() =>
