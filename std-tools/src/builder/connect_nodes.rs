@@ -254,9 +254,9 @@ fn incompatible(e: &ToolError) -> bool {
 }
 
 impl ConnectNodes {
-    /// The connection planned after turning a tool-variant end (target first) into its
-    /// main-flow type, when the workflow has no agent and the connection is then possible
-    /// ([`super::main_flow`]).
+    /// The connection planned after turning one end into its main-flow type, when the
+    /// connection is then possible ([`super::main_flow`]): a tool-variant end (target first) in
+    /// a workflow without an agent, or a trigger as the target beside another trigger.
     fn plan_as_main_flow(
         &self,
         wf: &Workflow,
@@ -264,11 +264,16 @@ impl ConnectNodes {
     ) -> Option<(super::main_flow::MainFlowNode, PlannedConnection)> {
         let ends = ["targetNodeId", "sourceNodeId"]
             .into_iter()
-            .filter_map(|k| args.get(k).and_then(Value::as_str))
-            .filter_map(|key| find_node(wf, key, "").ok());
-        for node in ends {
-            let Some(change) = super::main_flow::as_main_flow_node(&self.catalogue, wf, node)
-            else {
+            .filter_map(|k| args.get(k).and_then(Value::as_str).map(|v| (k, v)))
+            .filter_map(|(k, key)| find_node(wf, key, "").ok().map(|n| (k, n)));
+        for (end, node) in ends {
+            let change =
+                super::main_flow::as_main_flow_node(&self.catalogue, wf, node).or_else(|| {
+                    (end == "targetNodeId")
+                        .then(|| super::main_flow::as_action_node(&self.catalogue, wf, node))
+                        .flatten()
+                });
+            let Some(change) = change else {
                 continue;
             };
             if let Ok(plan) = self.plan(&change.workflow, args) {

@@ -4,10 +4,15 @@
 //! the connection is impossible and that `n8n-nodes-base.gmail` belongs there, and connected
 //! the same two nodes again until the turn ended on the repeat guard.
 //!
+//! The same holds for a trigger used as a step: discovery listed the Google Sheets *Trigger* to
+//! read rows, the builder added it after the schedule trigger and connected the schedule to it
+//! three times (a trigger takes no input).
+//!
 //! [`main_flow_variant`] names the main-flow type; [`as_main_flow_node`] is the recovery
-//! `connect_nodes` makes when a main connection to or from such a node is asked for in a
-//! workflow without an agent: the node becomes its main-flow type (name, position and shared
-//! parameters kept), and the connection is made.
+//! `connect_nodes` makes when a main connection to or from such a node is asked for: a tool
+//! variant in a workflow without an agent, or a trigger as the target while the workflow has
+//! another trigger, becomes its main-flow type (name, position and shared parameters kept),
+//! and the connection is made.
 
 use super::state::node_key;
 use crate::catalogue::Catalogue;
@@ -61,6 +66,50 @@ pub fn as_main_flow_node(
     if used_as_tool {
         return None;
     }
+    convert(
+        catalogue,
+        wf,
+        node,
+        main,
+        "the tool variant that only an AI Agent calls, and this workflow has no agent",
+    )
+}
+
+/// The action node of a `…Trigger` type (`n8n-nodes-base.googleSheets` for
+/// `…googleSheetsTrigger`) when `node` is that trigger and the workflow has another trigger
+/// to start it: a node connected *into* it is a step, not a second start.
+pub fn as_action_node(
+    catalogue: &Catalogue,
+    wf: &Workflow,
+    node: &WorkflowNode,
+) -> Option<MainFlowNode> {
+    let base = node.node_type.strip_suffix("Trigger")?;
+    let desc = catalogue.get(base, None)?;
+    if desc.is_hidden() || desc.is_trigger() {
+        return None;
+    }
+    let other_trigger = wf.nodes.iter().any(|n| {
+        n.name != node.name
+            && catalogue
+                .get(&n.node_type, None)
+                .is_some_and(|d| d.is_trigger())
+    });
+    if !other_trigger {
+        return None;
+    }
+    let main = desc.name.clone();
+    convert(catalogue, wf, node, main, "a trigger, which starts a workflow and takes no input, and this workflow already has its trigger")
+}
+
+/// `node` changed to `main`, its default version and its parameters without the tool-only
+/// ones; `what` says what it was, for the note.
+fn convert(
+    catalogue: &Catalogue,
+    wf: &Workflow,
+    node: &WorkflowNode,
+    main: String,
+    what: &str,
+) -> Option<MainFlowNode> {
     let version = catalogue.default_version(&main)?;
     let parameters: Map<String, Value> = node
         .parameters
@@ -79,9 +128,8 @@ pub fn as_main_flow_node(
     changed.type_version = number(version);
     changed.parameters = parameters;
     let note = format!(
-        "\"{}\" was `{}`, the tool variant that only an AI Agent calls, and this workflow has no \
-         agent: it is now `{main}`, the node for a step of the main flow (name and parameters \
-         kept). ",
+        "\"{}\" was `{}`, {what}: it is now `{main}`, the node for a step of the main flow \
+         (name and parameters kept). ",
         node.name, node.node_type
     );
     Some(MainFlowNode {

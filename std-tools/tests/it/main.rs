@@ -11,6 +11,7 @@ mod recorded_batch;
 mod recorded_gmail_tool;
 mod recorded_names;
 mod recorded_repeated_add;
+mod recorded_trigger_step;
 mod trim;
 mod unknown_parameters;
 mod update_parameters;
