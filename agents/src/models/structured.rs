@@ -93,6 +93,9 @@ pub async fn complete_structured(
         input_schema: schema.clone(),
     }];
     req.tool_choice = ToolChoice::Tool(RESPOND_TOOL.into());
+    // One answer is wanted: the answer ends where a second call would begin (a small model
+    // streamed 41 `respond` calls, 700 kB, until its 4 096-token limit).
+    req.parallel_tool_calls = Some(false);
     let first = model.complete(&req, ctx).await?;
     let mut usage = first.usage;
     let problems = match check(&first, schema) {

@@ -702,3 +702,48 @@ async fn an_answer_ignoring_the_named_tool_is_asked_again_with_that_tool_alone()
     assert_eq!(retry.len(), 1, "{events:?}");
     assert_eq!(retry[0]["called"], json!(["search_nodes"]));
 }
+
+/// The nested parameter-writing call of a recorded eval run (`update_node_parameters`, case
+/// `order-priority-webhook`, `max_tokens` 4 096): the model streamed `respond` calls one after
+/// another — 41 of them, 700 kB, until its limit (the fixture keeps the answer up to the first
+/// chunk of the second call: the provider reads no further). A structured call asks for one
+/// call per answer, so the answer ends at the first call and its value is used.
+#[tokio::test]
+async fn a_structured_answer_ends_where_a_second_call_begins() {
+    use agentgraph_agents::models::structured::complete_structured;
+    use agentgraph_agents::models::SystemPart;
+    let server = MockServer::start().await;
+    serve_once(
+        &server,
+        200,
+        fixture("structured_flood.sse"),
+        "text/event-stream",
+    )
+    .await;
+    let req = request("structured_flood");
+    let (system, messages) = conversation(&req);
+    let schema = req["tools"][0]["function"]["parameters"].clone();
+    let call = ModelRequest {
+        system: vec![SystemPart {
+            text: system,
+            cacheable: true,
+        }],
+        messages,
+        max_tokens: Some(4096),
+        ..ModelRequest::default()
+    };
+    let out = complete_structured(
+        model(&server).as_ref(),
+        &call,
+        &schema,
+        &CallContext::default(),
+    )
+    .await
+    .expect("the first call is the answer");
+    assert!(!out.repaired);
+    assert!(out.value["parameters"].is_object(), "{}", out.value);
+    let requests = server.received_requests().await.unwrap_or_default();
+    assert_eq!(requests.len(), 1);
+    let sent: Value = serde_json::from_slice(&requests[0].body).expect("JSON body");
+    assert_eq!(sent["parallel_tool_calls"], json!(false));
+}
