@@ -898,21 +898,17 @@ async fn a_lone_trigger_is_followed_by_a_required_search_then_add_nodes() {
     assert_eq!(nodes[0]["type"], "n8n-nodes-base.scheduleTrigger");
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_build_that_repeats_a_search_is_moved_on_to_the_next_step() {
-    if catalogue_dir().is_none() {
-        return;
-    }
-    // Recorded with the graph before the fix (`agentgraph eval`, case
-    // `order-priority-webhook`, `OPENAI_NAMED_TOOL_CHOICE=hint`): a name, the required
-    // add_trigger (a webhook), the required search ("webhook"), the required add_nodes (a Set
-    // node), then the same search twice; the second was answered REPEATED_CALL, and the model
-    // sent it three more times.
-    let case = "single-agent-repeat";
-    let mut plan: Vec<Step> = (1..=6).map(|n| answer(case, n)).collect();
+/// Replays the first `answers` recorded answers of `case` to one single-agent turn on
+/// `request`, one call per answer and the named tool hinted (as `scripts/local-model` sets
+/// them), then refuses: the requests the graph sent, and the turn's checkpoint folder.
+async fn replay_hinted_single(
+    case: &str,
+    answers: u32,
+    request: &str,
+) -> (Vec<Value>, tempfile::TempDir) {
+    let mut plan: Vec<Step> = (1..=answers).map(|n| answer(case, n)).collect();
     plan.push(Step::Refuse);
     let (server, provider) = RecordedProvider::start(plan).await;
-    let request = "Receive orders on a webhook, mark orders over 100 as high priority and the others as normal, and answer the caller with the order id and its priority";
     let (_out, db) = turn_with(
         shipped("single-agent.ag"),
         request,
@@ -923,7 +919,21 @@ async fn a_build_that_repeats_a_search_is_moved_on_to_the_next_step() {
         ],
     )
     .await;
-    let requests = provider.requests();
+    (provider.requests(), db)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_that_repeats_a_search_is_moved_on_to_the_next_step() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded with the graph before the fix (`agentgraph eval`, case
+    // `order-priority-webhook`, `OPENAI_NAMED_TOOL_CHOICE=hint`): a name, the required
+    // add_trigger (a webhook), the required search ("webhook"), the required add_nodes (a Set
+    // node), then the same search twice; the second was answered REPEATED_CALL, and the model
+    // sent it three more times.
+    let request = "Receive orders on a webhook, mark orders over 100 as high priority and the others as normal, and answer the caller with the order id and its priority";
+    let (requests, db) = replay_hinted_single("single-agent-repeat", 6, request).await;
     let agent = calls_of(&requests, SINGLE_RULES);
     let tools: Vec<Option<&str>> = agent.iter().map(|r| forced_tool(r)).collect();
     // The repeat is followed by the step after a search: add a node.
@@ -968,22 +978,8 @@ async fn a_repeated_search_is_followed_by_the_node_it_found() {
     // again. Told "take the next step" and made to call add_nodes, the model then added
     // OpenWeatherMap a second time (NODE_EXISTS) and searched "email" until the repeat guard
     // ended the turn with two nodes.
-    let case = "single-agent-search-loop";
-    let mut plan: Vec<Step> = (1..=6).map(|n| answer(case, n)).collect();
-    plan.push(Step::Refuse);
-    let (server, provider) = RecordedProvider::start(plan).await;
     let request = "Create a workflow that sends a personalized morning weather report email using OpenWeather API data.";
-    let (_out, _db) = turn_with(
-        shipped("single-agent.ag"),
-        request,
-        server.uri(),
-        &[
-            ("AGENTGRAPH_PARALLEL_TOOL_CALLS", "false"),
-            ("OPENAI_NAMED_TOOL_CHOICE", "hint"),
-        ],
-    )
-    .await;
-    let requests = provider.requests();
+    let (requests, _db) = replay_hinted_single("single-agent-search-loop", 6, request).await;
     let agent = calls_of(&requests, SINGLE_RULES);
     assert_eq!(agent.len(), 6, "{requests:#?}");
     // After the repeat: add_nodes, with a nudge naming the first search result the workflow
