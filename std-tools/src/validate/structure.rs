@@ -255,18 +255,36 @@ fn required_inputs(ctx: &Ctx, out: &mut Vec<Finding>) {
                     .as_deref()
                     .map(|d| format!(" ({d})"))
                     .unwrap_or_default();
+                let example = sub_node_example(&p.kind)
+                    .map(|t| format!(" (for example `{t}`)"))
+                    .unwrap_or_default();
                 out.push(Finding::new(
                     MISSING_REQUIRED_INPUT,
                     Some(n.name()),
                     format!(
                         "the required {}{label} input has no connection; connect a node that \
-                         outputs {} to it",
+                         outputs {}{example} to it",
                         p.kind, p.kind
                     ),
                 ));
             }
         }
     }
+}
+
+/// A common node type that outputs `kind`, named in a missing-input finding: a small model
+/// told only "connect a node that outputs ai_languageModel" added the AI Agent again.
+fn sub_node_example(kind: &str) -> Option<&'static str> {
+    Some(match kind {
+        "ai_languageModel" => "@n8n/n8n-nodes-langchain.lmChatOpenAi",
+        "ai_memory" => "@n8n/n8n-nodes-langchain.memoryBufferWindow",
+        "ai_embedding" => "@n8n/n8n-nodes-langchain.embeddingsOpenAi",
+        "ai_document" => "@n8n/n8n-nodes-langchain.documentDefaultDataLoader",
+        "ai_textSplitter" => "@n8n/n8n-nodes-langchain.textSplitterRecursiveCharacterTextSplitter",
+        "ai_vectorStore" => "@n8n/n8n-nodes-langchain.vectorStoreInMemory",
+        "ai_outputParser" => "@n8n/n8n-nodes-langchain.outputParserStructured",
+        _ => return None,
+    })
 }
 
 /// Whether the node is a sub-node: its outputs are all `ai_*` (or, when its ports are

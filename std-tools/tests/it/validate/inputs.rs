@@ -17,6 +17,14 @@ fn missing_required_input() {
     assert!(r
         .with_code(codes::MISSING_REQUIRED_INPUT)
         .any(|f| f.message.contains("ai_languageModel")));
+    // The finding names a node type that fits (told only the connection type, a small model
+    // added the agent again).
+    assert!(
+        r.with_code(codes::MISSING_REQUIRED_INPUT)
+            .any(|f| f.message.contains("`@n8n/n8n-nodes-langchain.lmChatOpenAi`")),
+        "{}",
+        r.render_text("")
+    );
     let good = wf(
         vec![chat_trigger(), agent("Agent", json!({})), model("Model")],
         json!({
