@@ -312,12 +312,24 @@ pub fn plan_node(
             .iter()
             .find(|n| n.node_type == desc.name && n.name.trim().eq_ignore_ascii_case(r))
     }) {
+        // What the node still lacks, so the next call can be the one that helps (a small
+        // model sent the same add again after each refusal).
+        let needs: Vec<String> = crate::validate::unfinished(wf, catalogue)
+            .into_iter()
+            .filter(|p| p.contains(&format!("node \"{}\":", same.name)))
+            .collect();
+        let needs = if needs.is_empty() {
+            String::new()
+        } else {
+            format!(" What it still needs: {}.", needs.join("; "))
+        };
         return Err(ToolError::new(
             codes::NODE_EXISTS,
             format!(
                 "\"{}\" ({}) is already in the workflow with ID {}: it was not added again. \
                  Use it: connect it with connect_nodes or set it up with \
-                 update_node_parameters. For a second node of this type, give it another name.",
+                 update_node_parameters. For a second node of this type, give it another \
+                 name.{needs}",
                 same.name,
                 desc.display_name,
                 same.id.as_deref().unwrap_or(&same.name)

@@ -43,6 +43,11 @@ async fn an_add_that_repeats_an_existing_node_names_it_instead_of_copying_it() {
     assert!(text.contains("NODE_EXISTS"), "{text}");
     assert!(text.contains(FETCH_ID), "{text}");
     assert!(text.contains("connect_nodes"), "{text}");
+    // And what it still lacks: nothing connects to it yet.
+    assert!(
+        text.contains("What it still needs: UNREACHABLE_NODE: node \\\"Fetch order details\\\""),
+        "{text}"
+    );
     let names: Vec<&str> = out.values["workflow"]["nodes"]
         .as_array()
         .into_iter()
