@@ -1,6 +1,9 @@
 //! The node a build's last search found and the workflow still lacks, for a graph's nudge
 //! after the model repeated that search (`searched_node` in the DSL).
 //!
+//! Only a result whose type or label holds a word of the query is named (a search for "order"
+//! listed Sort and Edit Image: naming those would mislead).
+//!
 //! A small model searched "email", got `n8n-nodes-base.emailSend` first, and sent the same
 //! search again; told to take the next step, and made to call `add_nodes`, it added the node of
 //! its *first* search once more (`NODE_EXISTS`), then searched "email" again, until the repeat
@@ -43,21 +46,55 @@ fn last_search(messages: &[Value]) -> Option<&str> {
     })
 }
 
-/// The first node type of the newest successful search that `workflow` does not hold (a
-/// trigger only while the workflow has none), as "`type` (Label)"; `None` when there is none.
+/// The query of a result block's heading (`Found 3 nodes matching "email":`), lowercased.
+fn heading_query(line: &str) -> Option<String> {
+    let rest = line.strip_prefix("Found ")?;
+    let (_, quoted) = rest.split_once("matching \"")?;
+    let (query, _) = quoted.split_once('"')?;
+    Some(query.to_lowercase())
+}
+
+/// Whether a hit names the query in its type or label: a search for "order" listed Sort and
+/// Edit Image ("…adding border…"), and naming those would send the model the wrong way.
+fn names_query(hit: &Hit<'_>, query: &str) -> bool {
+    let haystack = format!("{} {}", hit.node_type, hit.label).to_lowercase();
+    query
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 3)
+        .any(|w| haystack.contains(w))
+}
+
+/// The first node type of the newest successful search that names the query in its type or
+/// label and that `workflow` does not hold (a trigger only while the workflow has none), as
+/// "`type` (Label)"; `None` when there is none.
 pub fn searched_node(messages: &[Value], workflow: &Workflow) -> Option<String> {
     let text = last_search(messages)?;
     let has_trigger = workflow
         .nodes
         .iter()
         .any(|n| n.node_type.ends_with("Trigger") || n.node_type.ends_with(".webhook"));
-    text.lines()
-        .filter_map(parse)
-        .find(|h| {
-            !(h.trigger && has_trigger)
-                && !workflow.nodes.iter().any(|n| n.node_type == h.node_type)
-        })
-        .map(|h| format!("`{}` ({})", h.node_type, h.label))
+    let mut query: Option<String> = None;
+    for line in text.lines() {
+        if let Some(q) = heading_query(line) {
+            query = Some(q);
+            continue;
+        }
+        if !line.starts_with("- ") {
+            // Another kind of block (suggestions, a sub-node search): no query to match.
+            query = None;
+            continue;
+        }
+        let (Some(hit), Some(q)) = (parse(line), query.as_deref()) else {
+            continue;
+        };
+        let fits = names_query(&hit, q)
+            && !(hit.trigger && has_trigger)
+            && !workflow.nodes.iter().any(|n| n.node_type == hit.node_type);
+        if fits {
+            return Some(format!("`{}` ({})", hit.node_type, hit.label));
+        }
+    }
+    None
 }
 
 #[cfg(test)]
@@ -107,11 +144,15 @@ mod tests {
             searched_node(&messages, &wf).as_deref(),
             Some("`n8n-nodes-base.emailSend` (Send Email)")
         );
-        // Once Send Email is there, the next result that is not a trigger.
+        // Once Send Email is there, nothing: the IMAP trigger is a second trigger, and Gmail
+        // does not name "email".
         let wf = workflow(&["n8n-nodes-base.manualTrigger", "n8n-nodes-base.emailSend"]);
+        assert_eq!(searched_node(&messages, &wf), None);
+        // Without a trigger, the IMAP trigger is named.
+        let wf = workflow(&["n8n-nodes-base.emailSend"]);
         assert_eq!(
             searched_node(&messages, &wf).as_deref(),
-            Some("`n8n-nodes-base.gmail` (Gmail)")
+            Some("`n8n-nodes-base.emailReadImap` (Email Trigger (IMAP))")
         );
     }
 
@@ -126,6 +167,16 @@ mod tests {
         );
         let wf = workflow(&["n8n-nodes-base.webhook"]);
         assert_eq!(searched_node(&messages, &wf), None);
+    }
+
+    #[test]
+    fn a_result_that_does_not_name_the_query_is_not_named() {
+        // Recorded (case `order-priority-webhook`): a search for "order".
+        let order = "Found 3 nodes matching \"order\":\n\
+            - n8n-nodes-base.sort (Sort, version 1): Change items order. Inputs [\"main\"], outputs [\"main\"].\n\
+            - n8n-nodes-base.editImage (Edit Image, version 1.1): Edits an image like blur, resize or adding border and text. Inputs [\"main\"], outputs [\"main\"].";
+        let wf = workflow(&["n8n-nodes-base.webhook"]);
+        assert_eq!(searched_node(&[search(order, None)], &wf), None);
     }
 
     #[test]
