@@ -1,14 +1,12 @@
 //! The node a build's last search found and the workflow still lacks, for a graph's nudge
 //! after the model repeated that search (`searched_node` in the DSL).
 //!
-//! Only a result whose type or label holds a word of the query is named (a search for "order"
-//! listed Sort and Edit Image: naming those would mislead).
-//!
 //! A small model searched "email", got `n8n-nodes-base.emailSend` first, and sent the same
 //! search again; told to take the next step, and made to call `add_nodes`, it added the node of
 //! its *first* search once more (`NODE_EXISTS`), then searched "email" again, until the repeat
 //! guard ended the turn. Naming the node from the results turns "take the next step" into a
-//! step it can copy.
+//! step it can copy. Only a result whose type or label holds a word of the query is named (a
+//! search for "order" listed Sort and Edit Image: naming those would mislead).
 
 use crate::workflow::Workflow;
 use serde_json::Value;
