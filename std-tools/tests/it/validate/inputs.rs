@@ -20,8 +20,9 @@ fn missing_required_input() {
     // The finding names a node type that fits (told only the connection type, a small model
     // added the agent again).
     assert!(
-        r.with_code(codes::MISSING_REQUIRED_INPUT)
-            .any(|f| f.message.contains("`@n8n/n8n-nodes-langchain.lmChatOpenAi`")),
+        r.with_code(codes::MISSING_REQUIRED_INPUT).any(|f| f
+            .message
+            .contains("`@n8n/n8n-nodes-langchain.lmChatOpenAi`")),
         "{}",
         r.render_text("")
     );
