@@ -44,6 +44,10 @@ impl ChatModel for MeteredModel {
         self.inner.name()
     }
 
+    fn hints_named_tool_choice(&self) -> bool {
+        self.inner.hints_named_tool_choice()
+    }
+
     async fn complete(
         &self,
         req: &ModelRequest,

@@ -349,6 +349,14 @@ pub trait ChatModel: Send + Sync + 'static {
     /// `provider/model`, for logs and usage records.
     fn name(&self) -> String;
 
+    /// Whether a named tool choice ([`ToolChoice::Tool`]) is only asked for, not enforced: the
+    /// model may answer with another tool (an OpenAI-compatible server in the `hint` mode, see
+    /// [`openai::NamedToolChoice`]). The `llm` node then checks the answer and asks again with
+    /// that tool alone when it was not followed.
+    fn hints_named_tool_choice(&self) -> bool {
+        false
+    }
+
     /// Answers a request, streaming pieces through `ctx.on_event` as they arrive.
     async fn complete(
         &self,

@@ -431,6 +431,10 @@ impl http::StreamingApi for OpenAiModel {
         OpenAiModel::request_body(self, req)
     }
 
+    fn hints_named_tool_choice(&self) -> bool {
+        matches!(self.named_choice, NamedToolChoice::Hint)
+    }
+
     /// One request and its streamed answer.
     async fn attempt(
         &self,

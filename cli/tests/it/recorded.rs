@@ -361,10 +361,8 @@ async fn a_multi_agent_run_of_a_small_model_is_routed_bounded_and_explained() {
         })
         .collect();
     for (prefix, max) in &limits {
-        let want = if prefix.starts_with(SUPERVISOR_RULES) {
+        let want = if prefix.starts_with(SUPERVISOR_RULES) || prefix.starts_with(RESPONDER_RULES) {
             512
-        } else if prefix.starts_with(RESPONDER_RULES) {
-            1024
         } else if prefix.starts_with("You are the discovery") || prefix.starts_with(BUILDER_RULES) {
             1536
         } else {

@@ -158,6 +158,10 @@ pub(crate) trait StreamingApi: Send + Sync {
     fn url(&self) -> String;
     /// The request body for `req`.
     fn request_body(&self, req: &ModelRequest) -> Value;
+    /// See [`ChatModel::hints_named_tool_choice`].
+    fn hints_named_tool_choice(&self) -> bool {
+        false
+    }
     /// One request and its streamed answer; pieces go to `emit`.
     async fn attempt(
         &self,
@@ -174,6 +178,10 @@ pub(crate) trait StreamingApi: Send + Sync {
 impl<T: StreamingApi + 'static> ChatModel for T {
     fn name(&self) -> String {
         format!("{}/{}", T::PROVIDER, self.model_id())
+    }
+
+    fn hints_named_tool_choice(&self) -> bool {
+        StreamingApi::hints_named_tool_choice(self)
     }
 
     async fn complete(

@@ -342,7 +342,8 @@ impl LlmNode {
     ) -> Result<(Answer, Option<overflow::Compacted>), NodeError> {
         let cause = match self.attempt(ctx, &req, msg_id).await {
             Ok(answer) => {
-                let Some(retry) = named_choice::retry_request(&req, &answer) else {
+                let hinted = self.model.hints_named_tool_choice();
+                let Some(retry) = named_choice::retry_request(&req, &answer, hinted) else {
                     return Ok((answer, None));
                 };
                 tracing::warn!(

@@ -15,12 +15,21 @@ use super::Answer;
 use crate::models::{ModelRequest, ToolChoice};
 use serde_json::{json, Value};
 
-/// The request to send again when `answer` ignored `req`'s named tool choice: `req` with that
-/// tool alone; `None` when the choice was followed, was not a name, or cannot be narrowed.
-pub(super) fn retry_request(req: &ModelRequest, answer: &Answer) -> Option<ModelRequest> {
+/// The request to send again when `answer` ignored `req`'s named tool choice, which the model
+/// only `hinted` (a provider that enforces it, or a scripted model, is taken at its word): `req`
+/// with that tool alone; `None` when the choice was followed, was not a name, or cannot be
+/// narrowed.
+pub(super) fn retry_request(
+    req: &ModelRequest,
+    answer: &Answer,
+    hinted: bool,
+) -> Option<ModelRequest> {
     let ToolChoice::Tool(name) = &req.tool_choice else {
         return None;
     };
+    if !hinted {
+        return None;
+    }
     let Answer::Message(response) = answer else {
         return None;
     };
