@@ -9,6 +9,7 @@
 
 use crate::recorded_batch::{only_tool_message, replay};
 use agentgraph_agents::tools::Tool;
+use agentgraph_runtime::RunOutput;
 use agentgraph_std_tools::builder::ConnectNodes;
 use agentgraph_std_tools::catalogue::Catalogue;
 use serde_json::{json, Value};
@@ -47,20 +48,18 @@ fn catalogue() -> Option<Arc<Catalogue>> {
     )
 }
 
+/// The recorded `connect_nodes` call replayed with the real tool on the run's workflow, whose
+/// second node has type `second`; `None` (a skip) without the real catalogue.
+async fn replay_connect(second: &str) -> Option<RunOutput> {
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(catalogue()?))];
+    Some(replay("trigger_as_step.sse", tools, "", USER, workflow(second)).await)
+}
+
 #[tokio::test]
 async fn a_trigger_connected_as_a_step_becomes_its_action_node() {
-    let Some(catalogue) = catalogue() else {
+    let Some(out) = replay_connect("n8n-nodes-base.googleSheetsTrigger").await else {
         return;
     };
-    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(catalogue))];
-    let out = replay(
-        "trigger_as_step.sse",
-        tools,
-        "",
-        USER,
-        workflow("n8n-nodes-base.googleSheetsTrigger"),
-    )
-    .await;
     let result = only_tool_message(&out);
     assert_ne!(result["status"], "error", "{result}");
     let text = result["content"].to_string();
@@ -85,18 +84,9 @@ async fn a_trigger_connected_as_a_step_becomes_its_action_node() {
 /// `n8n-nodes-base.schedule`) stays refused: there is nothing unambiguous to make of it.
 #[tokio::test]
 async fn a_trigger_without_an_action_node_stays_refused() {
-    let Some(catalogue) = catalogue() else {
+    let Some(out) = replay_connect("n8n-nodes-base.scheduleTrigger").await else {
         return;
     };
-    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(catalogue))];
-    let out = replay(
-        "trigger_as_step.sse",
-        tools,
-        "",
-        USER,
-        workflow("n8n-nodes-base.scheduleTrigger"),
-    )
-    .await;
     let result = only_tool_message(&out);
     assert_eq!(result["status"], "error", "{result}");
     assert!(result["content"]
