@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 pub mod budget;
+pub mod cut_json;
 pub mod http;
 mod metered;
 pub use metered::MeteredModel;
@@ -308,6 +309,11 @@ pub enum ModelError {
         tool: String,
         /// The output limit sent with the request (`None`: the provider's default).
         max_tokens: Option<u32>,
+        /// The cut call's arguments as far as they were streamed (a structured answer may
+        /// still be complete enough: [`structured`]).
+        partial: String,
+        /// The usage the provider reported for the cut answer.
+        usage: Usage,
     },
     /// The scripted model has no (matching) response left.
     #[error("scripted model: {0}")]

@@ -9,7 +9,13 @@
 //! When the answer does not follow the schema, the model is told what is wrong (each problem
 //! with its path) and asked once more; a second invalid answer is an error that carries both
 //! answers' problems.
+//!
+//! An answer the output limit cut inside the `respond` call is closed where it stopped and
+//! used when that closing follows the schema (a small model's supervisor ran on in its
+//! `reason` after a complete `next`); otherwise it counts as an invalid answer, and the repair
+//! asks for a shorter one.
 
+use super::cut_json::closings;
 use super::{CallContext, ChatModel, ModelError, ModelRequest, ModelResponse, ToolChoice};
 use super::{ToolSpec, Usage};
 use crate::tools::validate_args;
@@ -27,6 +33,9 @@ pub struct Structured {
     pub usage: Usage,
     /// Whether the first answer was invalid and the repair succeeded.
     pub repaired: bool,
+    /// Whether the answer used was cut off by the output limit and closed where it stopped
+    /// (its last text field may end mid-sentence).
+    pub cut: bool,
 }
 
 /// Why no valid structured answer came back.
@@ -77,6 +86,91 @@ fn check(resp: &ModelResponse, schema: &Value) -> Result<Value, (Vec<String>, Va
     }
 }
 
+/// One call's outcome.
+enum Attempt {
+    /// A valid answer; `cut` when the output limit cut it and its closing was used.
+    Valid {
+        value: Value,
+        usage: Usage,
+        cut: bool,
+    },
+    /// An answer that breaks the schema (`response`), or one the limit cut beyond use
+    /// (`response` is `None`).
+    Invalid {
+        problems: Vec<String>,
+        answer: Value,
+        response: Option<ModelResponse>,
+        usage: Usage,
+    },
+}
+
+/// Makes one call and checks its answer. An answer the output limit cut inside the `respond`
+/// call is closed where it stopped ([`closings`]) and used when a closing follows the schema
+/// (a runaway free-text field after the fields that matter); otherwise it is invalid.
+async fn attempt(
+    model: &dyn ChatModel,
+    req: &ModelRequest,
+    schema: &Value,
+    ctx: &CallContext,
+) -> Result<Attempt, ModelError> {
+    let response = match model.complete(req, ctx).await {
+        Ok(response) => response,
+        Err(ModelError::OutputTruncated {
+            tool,
+            partial,
+            usage,
+            max_tokens,
+            ..
+        }) if tool == RESPOND_TOOL => {
+            let closed = closings(&partial);
+            if let Some(value) = closed.iter().find(|v| validate_args(schema, v).is_ok()) {
+                tracing::warn!(
+                    ?max_tokens,
+                    "a structured answer cut off by max_tokens was closed and used"
+                );
+                return Ok(Attempt::Valid {
+                    value: value.clone(),
+                    usage,
+                    cut: true,
+                });
+            }
+            let limit = max_tokens
+                .map(|n| format!("{n} tokens"))
+                .unwrap_or_else(|| "the output limit".into());
+            let problems = match closed.first().map(|v| validate_args(schema, v)) {
+                Some(Err(found)) => found,
+                _ => vec!["the answer is not a JSON object".into()],
+            };
+            return Ok(Attempt::Invalid {
+                problems: std::iter::once(format!(
+                    "the answer was cut off at {limit} before it was complete; keep every text \
+                     field to one short sentence"
+                ))
+                .chain(problems)
+                .collect(),
+                answer: Value::String(partial),
+                response: None,
+                usage,
+            });
+        }
+        Err(e) => return Err(e),
+    };
+    let usage = response.usage;
+    Ok(match check(&response, schema) {
+        Ok(value) => Attempt::Valid {
+            value,
+            usage,
+            cut: false,
+        },
+        Err((problems, answer)) => Attempt::Invalid {
+            problems,
+            answer,
+            response: Some(response),
+            usage,
+        },
+    })
+}
+
 /// Asks `model` for an answer following `schema` (see the module docs). `req` carries the
 /// system prompt and conversation; its tools and tool choice are replaced.
 pub async fn complete_structured(
@@ -96,54 +190,70 @@ pub async fn complete_structured(
     // One answer is wanted: the answer ends where a second call would begin (a small model
     // streamed 41 `respond` calls, 700 kB, until its 4 096-token limit).
     req.parallel_tool_calls = Some(false);
-    let first = model.complete(&req, ctx).await?;
-    let mut usage = first.usage;
-    let problems = match check(&first, schema) {
-        Ok(value) => {
+    let (problems, first, mut usage) = match attempt(model, &req, schema, ctx).await? {
+        Attempt::Valid { value, usage, cut } => {
             return Ok(Structured {
                 value,
                 usage,
                 repaired: false,
+                cut,
             })
         }
-        Err((problems, _)) => problems,
+        Attempt::Invalid {
+            problems,
+            response,
+            usage,
+            ..
+        } => (problems, response, usage),
     };
     // One repair: show the model its answer and what is wrong with it.
-    let call_id = first
-        .tool_calls
-        .first()
-        .map(|c| c.id.clone())
-        .unwrap_or_else(|| "structured-1".into());
     let feedback = format!(
         "Your answer does not follow the required schema: {}. Call `{RESPOND_TOOL}` again \
          with a corrected answer.",
         problems.join("; ")
     );
-    req.messages.push(first.to_message("structured-answer-1"));
-    if first.tool_calls.is_empty() {
-        req.messages
-            .push(json!({"type": "human", "id": "structured-repair", "content": feedback}));
-    } else {
-        for c in &first.tool_calls {
-            let content = if c.id == call_id {
-                feedback.clone()
-            } else {
-                format!("not run: only `{RESPOND_TOOL}` may be called")
-            };
-            req.messages.push(
-                json!({"type": "tool", "id": format!("structured-repair-{}", c.id),
-                "tool_call_id": c.id, "name": c.name, "content": content, "status": "error"}),
-            );
+    match &first {
+        Some(first) if !first.tool_calls.is_empty() => {
+            req.messages.push(first.to_message("structured-answer-1"));
+            let call_id = &first.tool_calls[0].id;
+            for c in &first.tool_calls {
+                let content = if &c.id == call_id {
+                    feedback.clone()
+                } else {
+                    format!("not run: only `{RESPOND_TOOL}` may be called")
+                };
+                req.messages.push(json!({"type": "tool",
+                    "id": format!("structured-repair-{}", c.id),
+                    "tool_call_id": c.id, "name": c.name, "content": content,
+                    "status": "error"}));
+            }
         }
+        Some(first) => {
+            req.messages.push(first.to_message("structured-answer-1"));
+            req.messages
+                .push(json!({"type": "human", "id": "structured-repair", "content": feedback}));
+        }
+        // A cut answer is not shown again: its length is the problem.
+        None => req
+            .messages
+            .push(json!({"type": "human", "id": "structured-repair", "content": feedback})),
     }
-    let second = model.complete(&req, ctx).await?;
-    usage.add(&second.usage);
-    match check(&second, schema) {
-        Ok(value) => Ok(Structured {
+    match attempt(model, &req, schema, ctx).await? {
+        Attempt::Valid {
             value,
-            usage,
-            repaired: true,
-        }),
-        Err((problems, answer)) => Err(StructuredError::Invalid { problems, answer }),
+            usage: second,
+            cut,
+        } => {
+            usage.add(&second);
+            Ok(Structured {
+                value,
+                usage,
+                repaired: true,
+                cut,
+            })
+        }
+        Attempt::Invalid {
+            problems, answer, ..
+        } => Err(StructuredError::Invalid { problems, answer }),
     }
 }

@@ -126,6 +126,20 @@ fn text_stream(text: &str) -> String {
     s
 }
 
+/// A streamed answer with one tool call in the OpenAI format (for a call that follows a
+/// recorded one).
+fn tool_call_stream(name: &str, args: &Value) -> String {
+    let call = json!({"index": 0, "id": "call-1", "type": "function",
+        "function": {"name": name, "arguments": args.to_string()}});
+    let chunks = [
+        json!({"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]}),
+        json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+    ];
+    let mut s: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
+    s.push_str("data: [DONE]\n\n");
+    s
+}
+
 fn graph(agent: LlmNode, tools: Option<ToolExecutorNode>) -> CompiledGraph {
     let mut g = GraphBuilder::new("g")
         .channel(message_list("messages"))
@@ -746,4 +760,108 @@ async fn a_structured_answer_ends_where_a_second_call_begins() {
     assert_eq!(requests.len(), 1);
     let sent: Value = serde_json::from_slice(&requests[0].body).expect("JSON body");
     assert_eq!(sent["parallel_tool_calls"], json!(false));
+}
+
+/// The multi-agent supervisor's routing answer in a recorded eval run (case `if-branch`,
+/// `max_tokens` 512): `{"next": "responder", "reason": "…"}` with `reason` running on until the
+/// limit cut it. The complete `next` is what the route needs: the answer is closed where it
+/// stopped and used, with no second call.
+#[tokio::test]
+async fn a_structured_answer_cut_in_a_text_field_is_closed_and_used() {
+    use agentgraph_agents::models::structured::complete_structured;
+    let server = MockServer::start().await;
+    serve_once(
+        &server,
+        200,
+        fixture("structured_cut.sse"),
+        "text/event-stream",
+    )
+    .await;
+    let req = request("structured_cut");
+    let schema = req["tools"][0]["function"]["parameters"].clone();
+    let call = structured_call(&req, 512);
+    let out = complete_structured(
+        model(&server).as_ref(),
+        &call,
+        &schema,
+        &CallContext::default(),
+    )
+    .await
+    .expect("the cut answer holds a valid route");
+    assert!(out.cut && !out.repaired);
+    assert_eq!(out.value["next"], json!("responder"));
+    let reason = out.value["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("The user requested a workflow with a webhook"),
+        "{reason}"
+    );
+    assert_eq!(out.usage.output_tokens, 512);
+    assert_eq!(
+        server.received_requests().await.unwrap_or_default().len(),
+        1
+    );
+}
+
+/// A structured answer cut before its required fields were complete is not guessed: the
+/// repair asks again, saying the answer was cut and must be shorter. (The first answer is the
+/// recorded stream above, cut by hand inside `next` (`\"res`); the second is written here.)
+#[tokio::test]
+async fn a_structured_answer_cut_before_its_fields_is_asked_again_shorter() {
+    use agentgraph_agents::models::structured::complete_structured;
+    let server = MockServer::start().await;
+    let recorded = fixture("structured_cut.sse");
+    let inside_next: String = recorded
+        .split("\n\n")
+        .filter(|e| e.starts_with("data: {"))
+        .take_while(|e| !e.contains(r#""arguments":"ponder""#))
+        .chain(recorded.split("\n\n").filter(|e| e.contains("\"length\"")))
+        .map(|e| format!("{e}\n\n"))
+        .collect::<String>()
+        + "data: [DONE]\n\n";
+    serve_once(&server, 200, inside_next, "text/event-stream").await;
+    serve_once(
+        &server,
+        200,
+        tool_call_stream("respond", &json!({"next": "discovery", "reason": "empty"})),
+        "text/event-stream",
+    )
+    .await;
+    let req = request("structured_cut");
+    let schema = req["tools"][0]["function"]["parameters"].clone();
+    let out = complete_structured(
+        model(&server).as_ref(),
+        &structured_call(&req, 512),
+        &schema,
+        &CallContext::default(),
+    )
+    .await
+    .expect("the repair answers");
+    assert!(out.repaired && !out.cut);
+    assert_eq!(out.value["next"], json!("discovery"));
+    let requests = server.received_requests().await.unwrap_or_default();
+    assert_eq!(requests.len(), 2);
+    let second: Value = serde_json::from_slice(&requests[1].body).expect("JSON body");
+    let last = second["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_default();
+    let note = last["content"].as_str().unwrap_or_default();
+    assert!(note.contains("cut off at 512 tokens"), "{note}");
+    assert!(note.contains("next"), "{note}");
+}
+
+/// The recorded request as a structured call: its system prompt and messages, the limit given.
+fn structured_call(req: &Value, max_tokens: u32) -> ModelRequest {
+    use agentgraph_agents::models::SystemPart;
+    let (system, messages) = conversation(req);
+    ModelRequest {
+        system: vec![SystemPart {
+            text: system,
+            cacheable: true,
+        }],
+        messages,
+        max_tokens: Some(max_tokens),
+        ..ModelRequest::default()
+    }
 }

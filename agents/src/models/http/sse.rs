@@ -2,7 +2,7 @@
 //! check of a tool call cut off by the output limit.
 
 use super::errors::{network_error, truncate};
-use crate::models::{ModelError, ModelResponse};
+use crate::models::{ModelError, ModelResponse, Usage};
 use eventsource_stream::{Event, Eventsource};
 use futures::{Stream, StreamExt};
 use serde_json::Value;
@@ -70,7 +70,7 @@ pub fn settle_cut_answer<K>(
         );
         return Ok(());
     };
-    let Err(e) = check_cut_tool_call(provider, tool, text, max_tokens) else {
+    let Err(e) = check_cut_tool_call(provider, tool, text, max_tokens, response.usage) else {
         return Ok(());
     };
     if calls.len() < 2 {
@@ -97,6 +97,7 @@ pub fn check_cut_tool_call(
     tool: &str,
     args_text: &str,
     max_tokens: Option<u32>,
+    usage: Usage,
 ) -> Result<(), ModelError> {
     let complete = !args_text.trim().is_empty() && serde_json::from_str::<Value>(args_text).is_ok();
     if complete {
@@ -106,5 +107,7 @@ pub fn check_cut_tool_call(
         provider: provider.to_string(),
         tool: tool.to_string(),
         max_tokens,
+        partial: args_text.to_string(),
+        usage,
     })
 }

@@ -33,6 +33,8 @@ fn a_cut_answer_is_never_retried() {
         provider: "p".into(),
         tool: "t".into(),
         max_tokens: Some(5),
+        partial: String::new(),
+        usage: Default::default(),
     };
     let any = RetryPolicy {
         retry_on: RetryOn::Any,

@@ -4,7 +4,7 @@
 
 use super::support::*;
 use agentgraph_agents::models::anthropic::StreamState;
-use agentgraph_agents::models::{CallContext, ChatModel, ModelError, ModelRequest};
+use agentgraph_agents::models::{CallContext, ChatModel, ModelError, ModelRequest, Usage};
 use agentgraph_agents::nodes::LlmNode;
 use agentgraph_runtime::{NodeOptions, RunConfig, RunError};
 use serde_json::json;
@@ -42,6 +42,12 @@ async fn anthropic_max_tokens_in_a_tool_call_is_a_typed_error() {
             provider: "anthropic".into(),
             tool: "weather".into(),
             max_tokens: Some(50),
+            partial: "{\"city\": \"Os".into(),
+            usage: Usage {
+                input_tokens: 30,
+                output_tokens: 50,
+                ..Usage::default()
+            },
         }
     );
     assert_eq!(
@@ -145,6 +151,8 @@ async fn openai_length_in_a_tool_call_is_a_typed_error() {
             provider: "openai".into(),
             tool: "weather".into(),
             max_tokens: Some(64),
+            partial: "{\"ci".into(),
+            usage: Usage::default(),
         }
     );
     assert!(e.to_string().contains("max_tokens (64)"), "{e}");
