@@ -1,6 +1,7 @@
 //! Registers std-tools with the `.ag` language (feature `dsl`): every tool, the `operations`
 //! reducer, the `apply_operations` node kind, the `trim_workflow` template filter and the
-//! `workflow_name`, `discovery_brief`, `searched_node` and `structure_problems` functions, next to
+//! `workflow_name`, `discovery_brief`, `searched_node`, `workflow_outline` and
+//! `structure_problems` functions, next to
 //! the agent kinds of [`agentgraph_dsl::agents`].
 //!
 //! ```
@@ -106,6 +107,25 @@ pub fn register(reg: &mut Registry, catalogue: Arc<Catalogue>) {
                     .and_then(|v| crate::workflow::Workflow::from_value_ref(v).ok())
                     .and_then(|wf| crate::builder::next_node::searched_node(messages, &wf));
                 Ok(picked.unwrap_or_default().into())
+            }),
+        },
+    );
+    reg.register_function(
+        "workflow_outline",
+        agentgraph_dsl::extensions::Function {
+            min: 1,
+            max: 1,
+            returns: agentgraph_dsl::types::Ty::String,
+            doc: "workflow_outline(workflow): one line per node in flow order, with its type \
+                  and where its output goes (\"- **Name** (type) → Next\"); \"\" for an empty \
+                  workflow or a value that is not one"
+                .into(),
+            call: Arc::new(|args| {
+                let outline = args
+                    .first()
+                    .and_then(|v| crate::workflow::Workflow::from_value_ref(v).ok())
+                    .map(|wf| crate::workflow::outline::outline(&wf));
+                Ok(outline.unwrap_or_default().into())
             }),
         },
     );

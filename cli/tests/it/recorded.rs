@@ -1045,3 +1045,66 @@ async fn the_orchestrator_stops_a_failing_call_the_model_keeps_sending() {
     );
     assert!(said.contains("send_to_task"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_answer_copying_the_fix_note_of_a_passing_workflow_is_replaced_by_what_was_built() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded in an eval run of the single agent (case `order-priority-webhook`, its last
+    // answer): after connecting the two nodes the structure check had asked for, told the
+    // workflow now passes and to answer the user, the model answered with the note it had been
+    // sent earlier ("The workflow is not finished. The structure check found: …"). The run
+    // ended "done" with that answer. Here the thread holds that workflow and the request.
+    let case = "single-agent-copied-note";
+    let (text, calls) = parse_answer(&answer(case, 1));
+    assert!(calls.is_empty());
+    assert!(
+        text.starts_with("The workflow is not finished. The structure check found:"),
+        "{text}"
+    );
+    let workflow = json!({
+        "name": "Order Priority",
+        "nodes": [
+            {"id": "3f9f31ff-263c-44c5-ba52-dc8cda6c8c54", "name": "Order Priority",
+             "parameters": {}, "position": [240, 300], "type": "n8n-nodes-base.webhook",
+             "typeVersion": 2.1, "webhookId": "ec7ff004-227e-404e-b2e0-33fd22db8c33"},
+            {"id": "84bdfab3-1637-46ae-8c1c-f006539e47dd", "name": "Sort Orders",
+             "parameters": {}, "position": [480, 300], "type": "n8n-nodes-base.sort",
+             "typeVersion": 1}
+        ],
+        "connections": {"Order Priority": {"main": [[
+            {"node": "Sort Orders", "type": "main", "index": 0}
+        ]]}}
+    });
+    let request = "Receive orders on a webhook, mark orders over 100 as high priority and the others as normal, and answer the caller with the order id and its priority";
+    let input = json!({
+        "messages": [{"type": "human", "content": request}],
+        "workflow": workflow,
+    });
+    let (server, provider) = RecordedProvider::start(vec![answer(case, 1), Step::Refuse]).await;
+    let db = tempfile::tempdir().unwrap();
+    let graph = shipped("single-agent.ag");
+    let (db_path, graph_path, uri) = (db.path().to_path_buf(), graph.clone(), server.uri());
+    let out =
+        tokio::task::spawn_blocking(move || run_with_input(&graph_path, &db_path, &input, &uri))
+            .await
+            .unwrap();
+    let state = final_state(&out);
+    assert_eq!(provider.requests().len(), 1);
+    let messages = state["messages"].as_array().unwrap();
+    // The copied note is gone; the one answer says what the workflow holds.
+    let answers: Vec<&Value> = messages.iter().filter(|m| m["type"] == "ai").collect();
+    assert_eq!(answers.len(), 1, "{messages:#?}");
+    let content = answers[0]["content"].as_str().unwrap();
+    assert!(!content.contains("not finished"), "{content}");
+    assert!(
+        content.starts_with("The workflow is built and passes the structure check"),
+        "{content}"
+    );
+    assert!(
+        content.contains("- **Order Priority** (webhook) → Sort Orders\n- **Sort Orders** (sort)"),
+        "{content}"
+    );
+    assert_eq!(state["workflow"], workflow);
+}

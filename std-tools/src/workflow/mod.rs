@@ -9,6 +9,7 @@
 //! (an integer stays an integer, `1.0` stays a float).
 
 pub mod name;
+pub mod outline;
 pub mod trim;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Number, Value};
