@@ -143,6 +143,9 @@ impl ConnectNodes {
                     main.0, main.1
                 ));
             }
+            if let Some(hint) = super::model_chain::model_hint(&self.catalogue, wf, tgt) {
+                e.message.push_str(&hint);
+            }
             e
         })?;
         if swap {
@@ -286,6 +289,22 @@ impl ConnectNodes {
     }
 }
 
+impl ConnectNodes {
+    /// A language model asked for as the target of a main-flow node: run through a Basic LLM
+    /// Chain inserted between them ([`super::model_chain`]).
+    fn plan_through_chain(
+        &self,
+        wf: &Workflow,
+        args: &Value,
+        ctx: &ToolContext,
+    ) -> Option<super::model_chain::ThroughChain> {
+        let key = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
+        let source = find_node(wf, key("sourceNodeId"), "").ok()?;
+        let target = find_node(wf, key("targetNodeId"), "").ok()?;
+        super::model_chain::through_chain(self, &self.catalogue, ctx, wf, source, target)
+    }
+}
+
 /// A node-type-specific hint for an output index beyond the node's outputs.
 fn output_index_hint(node: &WorkflowNode) -> &'static str {
     match crate::catalogue::short_name(&node.node_type) {
@@ -387,7 +406,14 @@ fn infer(
         }
         ([], [k]) => Ok((k.to_string(), true)),
         ([], []) => {
-            let hint = if t_in.is_empty() {
+            let hint = if t_in.is_empty() && is_sub_node(tp) {
+                format!(
+                    " \"{}\" is a sub-node (outputs: {}): it has no inputs and is connected as \
+                     the source, to the node that uses it.",
+                    tgt.name,
+                    list(&t_out)
+                )
+            } else if t_in.is_empty() {
                 format!(
                     " \"{}\" has no inputs (a trigger starts the workflow: connect it as the \
                      source).",
@@ -477,12 +503,15 @@ impl Tool for ConnectNodes {
                 return Ok(ToolOutput::text(e.message));
             }
             Err(e) if incompatible(&e) => {
-                return match self.plan_as_main_flow(&wf, &args) {
-                    Some((change, plan)) => Ok(output_with_operations(
+                if let Some((change, plan)) = self.plan_as_main_flow(&wf, &args) {
+                    return Ok(output_with_operations(
                         ctx,
                         format!("{}{}", change.note, plan.message()),
                         &[change.operation, plan.operation()],
-                    )),
+                    ));
+                }
+                return match self.plan_through_chain(&wf, &args, ctx) {
+                    Some(chain) => Ok(output_with_operations(ctx, chain.note, &chain.operations)),
                     None => Err(e),
                 };
             }

@@ -11,6 +11,7 @@ pub mod connect_nodes;
 pub mod discovery;
 pub mod get_node_parameter;
 pub mod main_flow;
+pub mod model_chain;
 pub mod next_node;
 pub mod node_details;
 pub mod positions;

@@ -9,6 +9,7 @@ mod general_tools;
 mod operations;
 mod recorded_batch;
 mod recorded_gmail_tool;
+mod recorded_model_step;
 mod recorded_names;
 mod recorded_repeated_add;
 mod recorded_trigger_step;

@@ -14,7 +14,7 @@ use agentgraph_std_tools::operations::{reducer, ApplyOperationsNode};
 use agentgraph_std_tools::workflow::Workflow;
 use agentgraph_test_support::graphs::{memory, message_list, values};
 use serde_json::{json, Value};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -159,4 +159,20 @@ async fn a_connect_in_the_batch_that_adds_its_nodes_succeeds() {
             "Prepare".to_string()
         )]
     );
+}
+
+/// The real catalogue (`$AGENTGRAPH_N8N_CATALOGUE`), loaded once for the recorded tests that
+/// need node types the built-in one lacks; `None` records a skip.
+pub(crate) fn real_catalogue() -> Option<Arc<Catalogue>> {
+    let dir = agentgraph_test_support::n8n_catalogue()?;
+    static C: OnceLock<Arc<Catalogue>> = OnceLock::new();
+    Some(
+        C.get_or_init(|| {
+            Arc::new(
+                Catalogue::load_n8n_dir(dir)
+                    .unwrap_or_else(|e| panic!("the real catalogue loads: {e}")),
+            )
+        })
+        .clone(),
+    )
 }

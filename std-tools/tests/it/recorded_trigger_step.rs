@@ -7,13 +7,12 @@
 //! without `$AGENTGRAPH_N8N_CATALOGUE`: the built-in one lacks Google Sheets), on the workflow
 //! the run had at that point.
 
-use crate::recorded_batch::{only_tool_message, replay};
+use crate::recorded_batch::{only_tool_message, real_catalogue, replay};
 use agentgraph_agents::tools::Tool;
 use agentgraph_runtime::RunOutput;
 use agentgraph_std_tools::builder::ConnectNodes;
-use agentgraph_std_tools::catalogue::Catalogue;
 use serde_json::{json, Value};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 const SCHEDULE_ID: &str = "c7e8a563-cc04-4639-a39f-ec452b475600";
 const SHEETS_ID: &str = "5229c1fd-6e6b-4a64-bec1-0817e9198693";
@@ -33,25 +32,10 @@ fn workflow(second_trigger_type: &str) -> Value {
     ]})
 }
 
-/// The real catalogue, loaded once for both tests; `None` records a skip.
-fn catalogue() -> Option<Arc<Catalogue>> {
-    let dir = agentgraph_test_support::n8n_catalogue()?;
-    static C: OnceLock<Arc<Catalogue>> = OnceLock::new();
-    Some(
-        C.get_or_init(|| {
-            Arc::new(
-                Catalogue::load_n8n_dir(dir)
-                    .unwrap_or_else(|e| panic!("the real catalogue loads: {e}")),
-            )
-        })
-        .clone(),
-    )
-}
-
 /// The recorded `connect_nodes` call replayed with the real tool on the run's workflow, whose
 /// second node has type `second`; `None` (a skip) without the real catalogue.
 async fn replay_connect(second: &str) -> Option<RunOutput> {
-    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(catalogue()?))];
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(real_catalogue()?))];
     Some(replay("trigger_as_step.sse", tools, "", USER, workflow(second)).await)
 }
 

@@ -1,0 +1,101 @@
+//! A real answer of the small local model from one `agentgraph eval` run of the single-agent
+//! graph (case `github-issue-triage`, "Create a workflow that automatically labels and assigns
+//! GitHub issues based on their content using AI classification."), recorded by
+//! `scripts/record-provider.py`: the model added the Cohere *model* (a sub-node) as the step
+//! after the webhook trigger and connected the webhook to it, three times, each refused
+//! (`INCOMPATIBLE_CONNECTION`). The answer is replayed through `llm` → `tool_executor` →
+//! `apply_operations` with the real tool and the real catalogue (skipped without
+//! `$AGENTGRAPH_N8N_CATALOGUE`: the built-in one lacks the Cohere model), on the workflow the run
+//! had at that point.
+
+use crate::recorded_batch::{only_tool_message, real_catalogue, replay};
+use agentgraph_agents::tools::Tool;
+use agentgraph_std_tools::builder::ConnectNodes;
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+const WEBHOOK_ID: &str = "3f59812a-def9-4a69-b736-5552b80ef90c";
+const MODEL_ID: &str = "e1c5c872-fb3e-45f3-967e-6d7b7ed988b2";
+const USER: &str = "Create a workflow that automatically labels and assigns GitHub issues based on their content using AI classification.";
+
+/// The workflow of the run when the call was made: the webhook and the Cohere model (named
+/// for the whole task), unconnected.
+fn workflow() -> Value {
+    json!({
+        "name": "GitHub Issue Labeler",
+        "nodes": [
+            {"id": WEBHOOK_ID, "name": "GitHub Issues", "type": "n8n-nodes-base.webhook",
+             "typeVersion": 2.1, "position": [240, 300], "parameters": {}},
+            {"id": MODEL_ID, "name": "Label and Assign GitHub Issues",
+             "type": "@n8n/n8n-nodes-langchain.lmCohere", "typeVersion": 1,
+             "position": [480, 500], "parameters": {}}
+        ],
+        "connections": {}
+    })
+}
+
+fn nodes_of_type<'a>(wf: &'a Value, node_type: &str) -> Vec<&'a Value> {
+    wf["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|n| n["type"] == node_type)
+        .collect()
+}
+
+/// Nothing waits for a model: a Basic LLM Chain is added after the webhook, with the Cohere
+/// model as its language model.
+#[tokio::test]
+async fn a_model_connected_as_a_step_runs_through_a_basic_llm_chain() {
+    let Some(catalogue) = real_catalogue() else {
+        return;
+    };
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(catalogue))];
+    let out = replay("cohere_in_flow.sse", tools, "", USER, workflow()).await;
+    let result = only_tool_message(&out);
+    assert_ne!(result["status"], "error", "{result}");
+    let text = result["content"].as_str().unwrap_or_default();
+    assert!(text.contains("is a language model"), "{text}");
+    assert!(text.contains("update_node_parameters"), "{text}");
+    let wf = &out.values["workflow"];
+    let chains = nodes_of_type(wf, "@n8n/n8n-nodes-langchain.chainLlm");
+    assert_eq!(chains.len(), 1, "{wf}");
+    let chain = chains[0]["name"].as_str().unwrap_or_default();
+    let connections = &wf["connections"];
+    assert_eq!(connections["GitHub Issues"]["main"][0][0]["node"], chain);
+    assert_eq!(
+        connections["Label and Assign GitHub Issues"]["ai_languageModel"][0][0],
+        json!({"node": chain, "type": "ai_languageModel", "index": 0})
+    );
+    // The model is kept as it was.
+    assert_eq!(
+        nodes_of_type(wf, "@n8n/n8n-nodes-langchain.lmCohere")[0]["id"],
+        MODEL_ID
+    );
+}
+
+/// An agent without a model is where the model goes: the connection stays refused, and the
+/// refusal says so (not that the model is a trigger).
+#[tokio::test]
+async fn with_an_agent_waiting_for_a_model_the_refusal_names_it() {
+    let mut wf = workflow();
+    wf["nodes"].as_array_mut().expect("nodes").push(json!({
+        "id": "agent-1", "name": "Classify Issue", "type": "@n8n/n8n-nodes-langchain.agent",
+        "typeVersion": 2.2, "position": [480, 300], "parameters": {}
+    }));
+    let Some(catalogue) = real_catalogue() else {
+        return;
+    };
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(catalogue))];
+    let out = replay("cohere_in_flow.sse", tools, "", USER, wf).await;
+    let result = only_tool_message(&out);
+    let text = result["content"].to_string();
+    assert!(text.contains("INCOMPATIBLE_CONNECTION"), "{text}");
+    assert!(
+        text.contains("connect it to \\\"Classify Issue\\\" instead"),
+        "{text}"
+    );
+    assert!(!text.contains("a trigger starts the workflow"), "{text}");
+    assert_eq!(out.values["workflow"]["connections"], json!({}));
+    assert!(nodes_of_type(&out.values["workflow"], "@n8n/n8n-nodes-langchain.chainLlm").is_empty());
+}
