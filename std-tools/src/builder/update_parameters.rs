@@ -402,11 +402,25 @@ impl Tool for UpdateNodeParameters {
         };
         let preserved =
             preserve_connections(&self.catalogue, desc, &workflow, node, new_params, &changes)?;
-        let new_params = preserved.parameters;
+        let mut new_params = preserved.parameters;
+        // Keys the node type does not have do nothing (n8n drops them). New ones are left out
+        // and named: a small model copied `messageId: $('Gmail Trigger')…` onto a Send Email
+        // node, which then also named a node that does not exist. Keys the node already had
+        // are kept (someone put them there), and so is everything when the description is
+        // abridged (the built-in catalogue lists only some parameters).
+        let is_known = |k: &str| desc.properties.iter().any(|p| p.name == k);
+        let left_out: Vec<String> = new_params
+            .keys()
+            .filter(|k| !desc.abridged && !is_known(k) && !node.parameters.contains_key(*k))
+            .cloned()
+            .collect();
+        for k in &left_out {
+            new_params.remove(k);
+        }
         let diff = changed_keys(&node.parameters, &new_params);
         let unknown: Vec<&str> = new_params
             .keys()
-            .filter(|k| !desc.properties.iter().any(|p| &p.name == *k))
+            .filter(|k| !is_known(k))
             .map(String::as_str)
             .collect();
         let mut message = format!(
@@ -445,6 +459,24 @@ impl Tool for UpdateNodeParameters {
                 } else {
                     "them"
                 },
+            ));
+        }
+        if !left_out.is_empty() {
+            message.push_str(&format!(
+                "\nLeft out parameters that node type {} does not have (n8n would drop them): \
+                 {}. Its parameters: {}.",
+                node.node_type,
+                left_out.join(", "),
+                {
+                    let mut names: Vec<&str> = Vec::new();
+                    for p in &desc.properties {
+                        if !names.contains(&p.name.as_str()) {
+                            names.push(&p.name);
+                        }
+                    }
+                    names.truncate(20);
+                    names.join(", ")
+                }
             ));
         }
         if !unknown.is_empty() {

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 mod answers;
 mod connections;
 mod errors;
+mod recorded;
 mod request;
 
 fn tool() -> UpdateNodeParameters {
