@@ -725,7 +725,6 @@ async fn an_answer_ignoring_the_named_tool_is_asked_again_with_that_tool_alone()
 #[tokio::test]
 async fn a_structured_answer_ends_where_a_second_call_begins() {
     use agentgraph_agents::models::structured::complete_structured;
-    use agentgraph_agents::models::SystemPart;
     let server = MockServer::start().await;
     serve_once(
         &server,
@@ -735,17 +734,8 @@ async fn a_structured_answer_ends_where_a_second_call_begins() {
     )
     .await;
     let req = request("structured_flood");
-    let (system, messages) = conversation(&req);
     let schema = req["tools"][0]["function"]["parameters"].clone();
-    let call = ModelRequest {
-        system: vec![SystemPart {
-            text: system,
-            cacheable: true,
-        }],
-        messages,
-        max_tokens: Some(4096),
-        ..ModelRequest::default()
-    };
+    let call = structured_call(&req, 4096);
     let out = complete_structured(
         model(&server).as_ref(),
         &call,

@@ -91,6 +91,19 @@ impl SearchNodes {
                         "a `name` query needs a non-empty `query` (e.g. \"http\", \"gmail\")",
                     )
                 })?;
+                // A connection type searched by name (`ai_languageModel`, `ai_tool`: a small
+                // model's way of looking for a sub-node) is the sub-node search for that type;
+                // as words it found tools of services named "AI". (`ai_agent` is no
+                // connection type: no sub-node outputs it, and it is searched by name.)
+                if is_connection_kind(query)
+                    && !self
+                        .catalogue
+                        .search_sub_nodes(query, "", SEARCH_LIMIT)
+                        .is_empty()
+                {
+                    return self
+                        .one(&json!({"queryType": "subNodeSearch", "connectionType": query}));
+                }
                 let (hits, head) = self.name_hits(query);
                 Ok(self.render(head, &hits, None))
             }

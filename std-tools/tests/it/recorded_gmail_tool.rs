@@ -202,3 +202,26 @@ async fn a_search_that_finds_nothing_names_the_core_nodes() {
     );
     assert!(text.contains("n8n-nodes-base.set (sets fields)"), "{text}");
 }
+
+#[tokio::test]
+async fn a_connection_type_searched_by_name_lists_its_sub_nodes() {
+    // From a later run of the same case: told that the agent lacks its chat model, the model
+    // searched `ai_tool` by *name*, which listed tools of services named "AI" (Jina AI Tool,
+    // Mistral AI Tool), and it went on searching `ai_tool`, `ai_agent` and `ai_languageModel`
+    // by name until the case's time ran out.
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(SearchNodes::new(catalogue()))];
+    let out = replay(
+        "name_query_connection_type.sse",
+        tools,
+        "",
+        USER,
+        workflow(false),
+    )
+    .await;
+    let text = tool_result(&out);
+    assert!(
+        text.contains("sub-nodes with output type ai_tool"),
+        "{text}"
+    );
+    assert!(!text.contains("the words of"), "{text}");
+}

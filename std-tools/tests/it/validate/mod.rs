@@ -2,7 +2,6 @@
 //! report renderings, the two tools, robustness and speed.
 
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
 
 use agentgraph_agents::tools::{Tool, ToolContext};
 use agentgraph_runtime::StateView;
