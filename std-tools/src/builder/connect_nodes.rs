@@ -290,6 +290,39 @@ impl ConnectNodes {
 }
 
 impl ConnectNodes {
+    /// The connection planned without the `connectionType` asked for, when that type is
+    /// impossible and the ends leave no doubt: a trigger (no inputs) connects through `main`,
+    /// and a sub-node (no `main` output) through its own `ai_*` type. A small model connected
+    /// its schedule trigger to a Basic LLM Chain "via ai_languageModel", was refused, and never
+    /// connected them. With a note saying so; `None` otherwise.
+    fn plan_without_type(
+        &self,
+        wf: &Workflow,
+        args: &Value,
+        error: &ToolError,
+    ) -> Option<(String, PlannedConnection)> {
+        if error.code != codes::INVALID_CONNECTION_TYPE {
+            return None;
+        }
+        let requested = args.get("connectionType").and_then(Value::as_str)?;
+        let key = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
+        let source = find_node(wf, key("sourceNodeId"), "").ok()?;
+        let ports = node_ports(&self.catalogue, source).ok()?;
+        let plain = ports.inputs.is_empty() || is_sub_node(&ports);
+        if !plain {
+            return None;
+        }
+        let mut without = args.clone();
+        without.as_object_mut()?.remove("connectionType");
+        let plan = self.plan(wf, &without).ok()?;
+        let note = format!(
+            "connectionType \"{requested}\" is not possible between \"{}\" and \"{}\"; they \
+             connect via {} only. ",
+            plan.source, plan.target, plan.kind
+        );
+        Some((note, plan))
+    }
+
     /// A language model asked for as the target of a main-flow node: run through a Basic LLM
     /// Chain inserted between them ([`super::model_chain`]).
     fn plan_through_chain(
@@ -503,6 +536,13 @@ impl Tool for ConnectNodes {
                 return Ok(ToolOutput::text(e.message));
             }
             Err(e) if incompatible(&e) => {
+                if let Some((note, plan)) = self.plan_without_type(&wf, &args, &e) {
+                    return Ok(output_with_operations(
+                        ctx,
+                        format!("{note}{}", plan.message()),
+                        &[plan.operation()],
+                    ));
+                }
                 if let Some((change, plan)) = self.plan_as_main_flow(&wf, &args) {
                     return Ok(output_with_operations(
                         ctx,

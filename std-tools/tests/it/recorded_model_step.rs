@@ -99,3 +99,68 @@ async fn with_an_agent_waiting_for_a_model_the_refusal_names_it() {
     assert_eq!(out.values["workflow"]["connections"], json!({}));
     assert!(nodes_of_type(&out.values["workflow"], "@n8n/n8n-nodes-langchain.chainLlm").is_empty());
 }
+
+/// From the run at `fc44193` (case `weekly-email-summary`, multi-agent builder): the schedule
+/// trigger connected to a Basic LLM Chain with `connectionType: "ai_languageModel"`. The run
+/// refused it (`INVALID_CONNECTION_TYPE`) and the two were never connected; a trigger connects
+/// through `main` only, so the connection is made that way, with a note.
+#[tokio::test]
+async fn a_trigger_connected_with_an_ai_type_is_connected_through_main() {
+    let Some(catalogue) = real_catalogue() else {
+        return;
+    };
+    let wf = json!({"name": "Summary of unread Gmail for Monday", "connections": {}, "nodes": [
+        {"id": "f7e6882f-dca2-42c3-8017-982e1e1860d6",
+         "name": "Every Monday, summarize my unread Gmail with AI and email me the summary",
+         "type": "n8n-nodes-base.scheduleTrigger", "typeVersion": 1.4, "position": [240, 300],
+         "parameters": {}},
+        {"id": "3573ee1f-e106-4cf5-866e-fb7149c5e340",
+         "name": "Generate a summary of unread Gmail with a language model",
+         "type": "@n8n/n8n-nodes-langchain.chainLlm", "typeVersion": 1.9,
+         "position": [480, 300], "parameters": {}}
+    ]});
+    let user = "Every Monday, summarize my unread Gmail with AI and email me the summary";
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(ConnectNodes::new(catalogue))];
+    let out = replay("trigger_via_model_type.sse", tools, "", user, wf).await;
+    let result = only_tool_message(&out);
+    assert_ne!(result["status"], "error", "{result}");
+    let text = result["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("connectionType \"ai_languageModel\" is not possible"),
+        "{text}"
+    );
+    let connections = &out.values["workflow"]["connections"];
+    assert_eq!(
+        connections["Every Monday, summarize my unread Gmail with AI and email me the summary"]
+            ["main"][0][0]["node"],
+        "Generate a summary of unread Gmail with a language model",
+        "{connections}"
+    );
+}
+
+/// A node with inputs that is not a sub-node keeps the refusal: an HTTP Request connected to
+/// an agent "via ai_tool" may mean the HTTP Request *tool*, not the main flow.
+#[tokio::test]
+async fn an_impossible_type_between_flow_nodes_stays_refused() {
+    let Some(catalogue) = real_catalogue() else {
+        return;
+    };
+    let wf = json!({"name": "W", "connections": {}, "nodes": [
+        {"id": "http-1", "name": "Fetch", "type": "n8n-nodes-base.httpRequest",
+         "typeVersion": 4.2, "position": [240, 300], "parameters": {}},
+        {"id": "agent-1", "name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent",
+         "typeVersion": 2.2, "position": [480, 300], "parameters": {}}
+    ]});
+    let tool = ConnectNodes::new(catalogue);
+    let ctx = agentgraph_agents::tools::ToolContext::detached(
+        agentgraph_runtime::StateView::from_object(json!({"workflow": wf})),
+    );
+    let err = tool
+        .call(
+            json!({"sourceNodeId": "http-1", "targetNodeId": "agent-1", "connectionType": "ai_tool"}),
+            &ctx,
+        )
+        .await
+        .expect_err("refused");
+    assert_eq!(err.code, "INVALID_CONNECTION_TYPE", "{err}");
+}
