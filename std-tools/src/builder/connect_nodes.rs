@@ -291,8 +291,9 @@ impl ConnectNodes {
 
 impl ConnectNodes {
     /// The connection planned without the `connectionType` asked for, when that type is
-    /// impossible and the ends leave no doubt: a trigger (no inputs) connects through `main`,
-    /// and a sub-node (no `main` output) through its own `ai_*` type. A small model connected
+    /// impossible and the ends leave no doubt: a trigger connects through `main`,
+    /// and a sub-node asked for `main` through its own `ai_*` type (another `ai_*` type stays
+    /// refused: the model may have meant another node). A small model connected
     /// its schedule trigger to a Basic LLM Chain "via ai_languageModel", was refused, and never
     /// connected them. With a note saying so; `None` otherwise.
     fn plan_without_type(
@@ -308,7 +309,11 @@ impl ConnectNodes {
         let key = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
         let source = find_node(wf, key("sourceNodeId"), "").ok()?;
         let ports = node_ports(&self.catalogue, source).ok()?;
-        let plain = ports.inputs.is_empty() || is_sub_node(&ports);
+        let trigger = self
+            .catalogue
+            .get(&source.node_type, Some(source.version()))
+            .is_some_and(|d| d.is_trigger());
+        let plain = trigger || (is_sub_node(&ports) && requested == MAIN);
         if !plain {
             return None;
         }

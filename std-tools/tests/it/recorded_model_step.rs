@@ -164,3 +164,31 @@ async fn an_impossible_type_between_flow_nodes_stays_refused() {
         .expect_err("refused");
     assert_eq!(err.code, "INVALID_CONNECTION_TYPE", "{err}");
 }
+
+/// A chat model connected to an agent "via main" connects through its own type; asked for
+/// another `ai_*` type it stays refused (the model may have meant another node).
+#[tokio::test]
+async fn a_sub_node_asked_for_main_connects_through_its_own_type() {
+    let Some(catalogue) = real_catalogue() else {
+        return;
+    };
+    let wf = json!({"name": "W", "connections": {}, "nodes": [
+        {"id": "model-1", "name": "Model", "type": "@n8n/n8n-nodes-langchain.lmChatOpenAi",
+         "typeVersion": 1, "position": [240, 500], "parameters": {}},
+        {"id": "agent-1", "name": "Agent", "type": "@n8n/n8n-nodes-langchain.agent",
+         "typeVersion": 2.2, "position": [480, 300], "parameters": {}}
+    ]});
+    let tool = ConnectNodes::new(catalogue);
+    let ctx = agentgraph_agents::tools::ToolContext::detached(
+        agentgraph_runtime::StateView::from_object(json!({"workflow": wf})),
+    );
+    let args = |kind: &str| json!({"sourceNodeId": "model-1", "targetNodeId": "agent-1", "connectionType": kind});
+    let out = tool.call(args("main"), &ctx).await.expect("connected");
+    let text = out.content.as_str().unwrap_or_default();
+    assert!(text.contains("via ai_languageModel only"), "{text}");
+    let err = tool
+        .call(args("ai_memory"), &ctx)
+        .await
+        .expect_err("refused");
+    assert_eq!(err.code, "INVALID_CONNECTION_TYPE", "{err}");
+}
