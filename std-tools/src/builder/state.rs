@@ -240,6 +240,23 @@ pub fn is_sub_node(ports: &Ports) -> bool {
 /// ([`super::suggest::suggest_types`]), else the closest short names by edit distance (a typo).
 pub fn did_you_mean(catalogue: &Catalogue, node_type: &str) -> String {
     let short = crate::catalogue::short_name(node_type);
+    // A connection type written as a node type (`n8n-nodes-base.ai_languageModel`, a small
+    // model's way of asking for "a chat model"): the nodes that provide it.
+    if short.starts_with("ai_") {
+        let providers: Vec<String> = catalogue
+            .search_sub_nodes(short, "", 3)
+            .iter()
+            .map(|h| format!("`{}` ({})", h.node_type, h.display_name))
+            .collect();
+        if !providers.is_empty() {
+            return format!(
+                "`{short}` is a connection type, not a node type; nodes that provide it: {}. \
+                 Use search_nodes with queryType \"subNodeSearch\" and connectionType \
+                 \"{short}\" for more.",
+                providers.join(", ")
+            );
+        }
+    }
     let mut names: Vec<String> = super::suggest::suggest_types(catalogue, node_type, 3)
         .iter()
         .map(|d| format!("`{}` ({})", d.name, d.display_name))

@@ -10,7 +10,7 @@
 
 use crate::recorded_batch::{only_tool_message, real_catalogue, replay};
 use agentgraph_agents::tools::Tool;
-use agentgraph_std_tools::builder::ConnectNodes;
+use agentgraph_std_tools::builder::{AddNodes, ConnectNodes};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -191,4 +191,31 @@ async fn a_sub_node_asked_for_main_connects_through_its_own_type() {
         .await
         .expect_err("refused");
     assert_eq!(err.code, "INVALID_CONNECTION_TYPE", "{err}");
+}
+
+/// From the run at `fc44193` (case `github-issue-triage`, multi-agent builder): `add_nodes`
+/// with `nodeType: "n8n-nodes-base.ai_languageModel"`, a connection type. The run suggested
+/// Model Selector, Google Cloud Natural Language and Cohere by their words; the model sent
+/// the call twice more and the phase stopped with only the trigger.
+#[tokio::test]
+async fn a_connection_type_given_as_node_type_names_the_nodes_that_provide_it() {
+    let Some(catalogue) = real_catalogue() else {
+        return;
+    };
+    let wf = json!({"name": "Automatically Labels Assigns GitHub", "connections": {}, "nodes": [
+        {"id": "daf375da-ae02-4e1c-8867-0d1e72f2a1eb", "name": "Start Workflow",
+         "type": "n8n-nodes-base.manualTrigger", "typeVersion": 1, "position": [240, 300],
+         "parameters": {}}
+    ]});
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(AddNodes::new(catalogue))];
+    let out = replay("connection_type_as_node_type.sse", tools, "", USER, wf).await;
+    let result = only_tool_message(&out);
+    let text = result["content"].to_string();
+    assert!(text.contains("NODE_TYPE_NOT_FOUND"), "{text}");
+    assert!(
+        text.contains("`ai_languageModel` is a connection type, not a node type"),
+        "{text}"
+    );
+    assert!(text.contains("@n8n/n8n-nodes-langchain.lm"), "{text}");
+    assert!(!text.contains("Google Cloud Natural Language"), "{text}");
 }
