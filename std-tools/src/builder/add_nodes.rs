@@ -239,8 +239,22 @@ pub fn plan_node(
     // A type written without its `@n8n/` scope, in another case or by its short name alone is
     // read as the one type it names (a local model sent `n8n-nodes-langchain.lmChatCohere`
     // three times, each refused, and its turn ended there).
+    // An unknown `…Tool` type whose main-flow node exists, in a workflow where no node takes
+    // tools, is that node (the multi-agent builder sent `n8n-nodes-base.codeTool` three times
+    // after a webhook, each refused, and stopped with only the trigger).
     let asked = node_type;
-    let node_type = catalogue.recover_type(asked).unwrap_or(asked);
+    let recovered: Option<String> =
+        catalogue
+            .recover_type(asked)
+            .map(str::to_string)
+            .or_else(|| {
+                catalogue
+                    .get(asked, None)
+                    .is_none()
+                    .then(|| super::main_flow::main_flow_variant(catalogue, wf, asked))
+                    .flatten()
+            });
+    let node_type = recovered.as_deref().unwrap_or(asked);
     let desc = catalogue.get(node_type, None).ok_or_else(|| {
         ToolError::new(
             codes::NODE_TYPE_NOT_FOUND,

@@ -219,3 +219,40 @@ async fn a_connection_type_given_as_node_type_names_the_nodes_that_provide_it() 
     assert!(text.contains("@n8n/n8n-nodes-langchain.lm"), "{text}");
     assert!(!text.contains("Google Cloud Natural Language"), "{text}");
 }
+
+/// From the run at `fc44193` (case `transform-text`, multi-agent builder, discovery timed
+/// out): `add_nodes` with `n8n-nodes-base.codeTool`, a type that does not exist, after the
+/// webhook; refused three times, the phase stopped with only the trigger. With no node taking
+/// tools, the Code node is what a step can be.
+#[tokio::test]
+async fn an_unknown_tool_variant_without_an_agent_is_added_as_its_main_flow_node() {
+    let Some(catalogue) = real_catalogue() else {
+        return;
+    };
+    let wf = json!({"name": "Receives POST Webhook Transform", "connections": {}, "nodes": [
+        {"id": "627fc69d-e816-41fa-a26d-4a84d030d759", "name": "Transform Text",
+         "type": "n8n-nodes-base.webhook", "typeVersion": 2.1, "position": [240, 300],
+         "parameters": {}}
+    ]});
+    let user = "Create a workflow that receives a POST webhook at /transform with a JSON body \
+                containing a \"text\" field, converts it to uppercase, counts the words, and \
+                returns both the transformed text and word count.";
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(AddNodes::new(catalogue))];
+    let out = replay("unknown_tool_variant.sse", tools, "", user, wf).await;
+    let result = only_tool_message(&out);
+    assert_ne!(result["status"], "error", "{result}");
+    let text = result["content"].as_str().unwrap_or_default();
+    assert!(
+        text.contains(
+            "`n8n-nodes-base.codeTool` is not a node type; it was read as `n8n-nodes-base.code`"
+        ),
+        "{text}"
+    );
+    let types: Vec<&str> = out.values["workflow"]["nodes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|n| n["type"].as_str())
+        .collect();
+    assert!(types.contains(&"n8n-nodes-base.code"), "{types:?}");
+}
