@@ -724,26 +724,8 @@ async fn an_answer_ignoring_the_named_tool_is_asked_again_with_that_tool_alone()
 /// call per answer, so the answer ends at the first call and its value is used.
 #[tokio::test]
 async fn a_structured_answer_ends_where_a_second_call_begins() {
-    use agentgraph_agents::models::structured::complete_structured;
-    let server = MockServer::start().await;
-    serve_once(
-        &server,
-        200,
-        fixture("structured_flood.sse"),
-        "text/event-stream",
-    )
-    .await;
-    let req = request("structured_flood");
-    let schema = req["tools"][0]["function"]["parameters"].clone();
-    let call = structured_call(&req, 4096);
-    let out = complete_structured(
-        model(&server).as_ref(),
-        &call,
-        &schema,
-        &CallContext::default(),
-    )
-    .await
-    .expect("the first call is the answer");
+    let (server, out) = replay_structured("structured_flood", 4096).await;
+    let out = out.expect("the first call is the answer");
     assert!(!out.repaired);
     assert!(out.value["parameters"].is_object(), "{}", out.value);
     let requests = server.received_requests().await.unwrap_or_default();
@@ -758,26 +740,8 @@ async fn a_structured_answer_ends_where_a_second_call_begins() {
 /// stopped and used, with no second call.
 #[tokio::test]
 async fn a_structured_answer_cut_in_a_text_field_is_closed_and_used() {
-    use agentgraph_agents::models::structured::complete_structured;
-    let server = MockServer::start().await;
-    serve_once(
-        &server,
-        200,
-        fixture("structured_cut.sse"),
-        "text/event-stream",
-    )
-    .await;
-    let req = request("structured_cut");
-    let schema = req["tools"][0]["function"]["parameters"].clone();
-    let call = structured_call(&req, 512);
-    let out = complete_structured(
-        model(&server).as_ref(),
-        &call,
-        &schema,
-        &CallContext::default(),
-    )
-    .await
-    .expect("the cut answer holds a valid route");
+    let (server, out) = replay_structured("structured_cut", 512).await;
+    let out = out.expect("the cut answer holds a valid route");
     assert!(out.cut && !out.repaired);
     assert_eq!(out.value["next"], json!("responder"));
     let reason = out.value["reason"].as_str().unwrap_or_default();
@@ -839,6 +803,39 @@ async fn a_structured_answer_cut_before_its_fields_is_asked_again_shorter() {
     let note = last["content"].as_str().unwrap_or_default();
     assert!(note.contains("cut off at 512 tokens"), "{note}");
     assert!(note.contains("next"), "{note}");
+}
+
+/// The recorded stream `name.sse` replayed as the answer to the recorded request `name`, asked
+/// as a structured call with its own schema and `max_tokens`; the server (to count requests).
+async fn replay_structured(
+    name: &str,
+    max_tokens: u32,
+) -> (
+    MockServer,
+    Result<
+        agentgraph_agents::models::structured::Structured,
+        agentgraph_agents::models::structured::StructuredError,
+    >,
+) {
+    use agentgraph_agents::models::structured::complete_structured;
+    let server = MockServer::start().await;
+    serve_once(
+        &server,
+        200,
+        fixture(&format!("{name}.sse")),
+        "text/event-stream",
+    )
+    .await;
+    let req = request(name);
+    let schema = req["tools"][0]["function"]["parameters"].clone();
+    let out = complete_structured(
+        model(&server).as_ref(),
+        &structured_call(&req, max_tokens),
+        &schema,
+        &CallContext::default(),
+    )
+    .await;
+    (server, out)
 }
 
 /// The recorded request as a structured call: its system prompt and messages, the limit given.

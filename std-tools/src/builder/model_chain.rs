@@ -107,20 +107,18 @@ pub fn through_chain(
     let mut with_chain = wf.clone();
     with_chain.add_node(chain.clone());
     let chain_key = node_key(&chain);
-    let step = connect
-        .plan(
-            &with_chain,
-            &json!({"sourceNodeId": node_key(source), "targetNodeId": chain_key}),
-        )
-        .ok()
-        .filter(|p| p.kind == MAIN)?;
-    let model = connect
-        .plan(
-            &with_chain,
-            &json!({"sourceNodeId": node_key(target), "targetNodeId": chain_key}),
-        )
-        .ok()
-        .filter(|p| p.kind == MODEL_INPUT)?;
+    // `from` → the chain, when the connection is possible and of type `kind`.
+    let into_chain = |from: &WorkflowNode, kind: &str| {
+        connect
+            .plan(
+                &with_chain,
+                &json!({"sourceNodeId": node_key(from), "targetNodeId": chain_key}),
+            )
+            .ok()
+            .filter(|p| p.kind == kind)
+    };
+    let step = into_chain(source, MAIN)?;
+    let model = into_chain(target, MODEL_INPUT)?;
     let note = format!(
         "\"{model_name}\" is a language model: a sub-node with no main input that runs only \
          inside a chain or an agent. Added \"{chain_name}\" (`{CHAIN_TYPE}`) with ID {id} after \
