@@ -115,6 +115,13 @@ async fn serve_once(server: &MockServer, status: u16, body: String, content_type
         .await;
 }
 
+/// A loopback server answering its first request with the recorded stream `file`.
+async fn serve_recorded(file: &str) -> MockServer {
+    let server = MockServer::start().await;
+    serve_once(&server, 200, fixture(file), "text/event-stream").await;
+    server
+}
+
 /// A streamed text answer in the OpenAI format (for the calls that follow a recorded one).
 fn text_stream(text: &str) -> String {
     let chunks = [
@@ -178,14 +185,7 @@ async fn run(g: &CompiledGraph, messages: Vec<Value>) -> (Result<RunOutput, RunE
 /// The recorded request replayed through an `llm` node offering its tools; the AI message it
 /// wrote and the recoveries reported.
 async fn replay_answer(name: &str) -> (Value, Vec<Value>, Value) {
-    let server = MockServer::start().await;
-    serve_once(
-        &server,
-        200,
-        fixture(&format!("{name}.sse")),
-        "text/event-stream",
-    )
-    .await;
+    let server = serve_recorded(&format!("{name}.sse")).await;
     let req = request(name);
     let (system, messages) = conversation(&req);
     let agent = LlmNode::new(model(&server))
@@ -294,14 +294,7 @@ impl Tool for NoNodesYet {
 
 #[tokio::test]
 async fn the_recorded_repeat_of_a_failing_call_is_answered_as_a_repeat() {
-    let server = MockServer::start().await;
-    serve_once(
-        &server,
-        200,
-        fixture("repeat_failing.sse"),
-        "text/event-stream",
-    )
-    .await;
+    let server = serve_recorded("repeat_failing.sse").await;
     let req = request("repeat_failing");
     let (system, messages) = conversation(&req);
     let agent = LlmNode::new(model(&server))
@@ -574,14 +567,7 @@ async fn a_cut_only_call_is_asked_again_once_with_a_note() {
 /// with `parallel_tool_calls: false` and `search_nodes` named; llama-server still streamed 14
 /// calls until the 1 024-token limit cut the last (178 s of generation on two cores).
 async fn replay_flood(one_call: bool) -> (MockServer, Value) {
-    let server = MockServer::start().await;
-    serve_once(
-        &server,
-        200,
-        fixture("one_call_flood.sse"),
-        "text/event-stream",
-    )
-    .await;
+    let server = serve_recorded("one_call_flood.sse").await;
     let req = request("one_call_flood");
     assert_eq!(req["parallel_tool_calls"], false, "as recorded");
     let (system, messages) = conversation(&req);
@@ -643,14 +629,7 @@ async fn without_the_setting_the_whole_recorded_batch_is_kept() {
 #[tokio::test]
 async fn an_answer_ignoring_the_named_tool_is_asked_again_with_that_tool_alone() {
     use agentgraph_agents::models::openai::NamedToolChoice;
-    let server = MockServer::start().await;
-    serve_once(
-        &server,
-        200,
-        fixture("named_ignored.sse"),
-        "text/event-stream",
-    )
-    .await;
+    let server = serve_recorded("named_ignored.sse").await;
     serve_once(
         &server,
         200,
@@ -818,14 +797,7 @@ async fn replay_structured(
     >,
 ) {
     use agentgraph_agents::models::structured::complete_structured;
-    let server = MockServer::start().await;
-    serve_once(
-        &server,
-        200,
-        fixture(&format!("{name}.sse")),
-        "text/event-stream",
-    )
-    .await;
+    let server = serve_recorded(&format!("{name}.sse")).await;
     let req = request(name);
     let schema = req["tools"][0]["function"]["parameters"].clone();
     let out = complete_structured(

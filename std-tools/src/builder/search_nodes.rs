@@ -13,7 +13,7 @@
 //! One line per node, not n8n's XML block of seven tags: the same facts in less than half the
 //! tokens (a search of four queries cost a 1.5B model on 2 cores about 100 s to read as XML).
 
-use super::state::{codes, req_str};
+use super::state::{codes, is_connection_kind, req_str};
 use super::suggest::{suggest_types, words};
 use crate::catalogue::{Catalogue, Port, Ports, SearchHit};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
@@ -95,14 +95,11 @@ impl SearchNodes {
                 // model's way of looking for a sub-node) is the sub-node search for that type;
                 // as words it found tools of services named "AI". (`ai_agent` is no
                 // connection type: no sub-node outputs it, and it is searched by name.)
-                if is_connection_kind(query)
-                    && !self
-                        .catalogue
-                        .search_sub_nodes(query, "", SEARCH_LIMIT)
-                        .is_empty()
-                {
-                    return self
-                        .one(&json!({"queryType": "subNodeSearch", "connectionType": query}));
+                if is_connection_kind(query) {
+                    let hits = self.catalogue.search_sub_nodes(query, "", SEARCH_LIMIT);
+                    if !hits.is_empty() {
+                        return Ok(self.render_sub_nodes(query, "", &hits));
+                    }
                 }
                 let (hits, head) = self.name_hits(query);
                 Ok(self.render(head, &hits, None))
@@ -122,26 +119,31 @@ impl SearchNodes {
                     }
                 };
                 let hits = self.catalogue.search_sub_nodes(kind, text, SEARCH_LIMIT);
-                let filter = if text.is_empty() {
-                    String::new()
-                } else {
-                    format!(" matching \"{text}\"")
-                };
-                let head = if hits.is_empty() {
-                    format!("No sub-nodes found with output type {kind}{filter}.")
-                } else {
-                    format!(
-                        "Found {} sub-nodes with output type {kind}{filter}:",
-                        hits.len()
-                    )
-                };
-                Ok(self.render(head, &hits, Some(kind)))
+                Ok(self.render_sub_nodes(kind, text, &hits))
             }
             other => Err(ToolError::new(
                 codes::INVALID_INPUT,
                 format!("unknown queryType \"{other}\"; use \"name\" or \"subNodeSearch\""),
             )),
         }
+    }
+
+    /// The result block of a sub-node search for `kind` (filtered by `text`, if any).
+    fn render_sub_nodes(&self, kind: &str, text: &str, hits: &[SearchHit]) -> String {
+        let filter = if text.is_empty() {
+            String::new()
+        } else {
+            format!(" matching \"{text}\"")
+        };
+        let head = if hits.is_empty() {
+            format!("No sub-nodes found with output type {kind}{filter}.")
+        } else {
+            format!(
+                "Found {} sub-nodes with output type {kind}{filter}:",
+                hits.len()
+            )
+        };
+        self.render(head, hits, Some(kind))
     }
 
     /// The hits of a name query and their heading: the query as written; else its words
@@ -257,11 +259,6 @@ fn without_tool_variants(hits: Vec<SearchHit>) -> Vec<SearchHit> {
                 .is_some_and(|base| types.iter().any(|t| t == base))
         })
         .collect()
-}
-
-/// Whether `s` names a sub-node connection type (`ai_languageModel`, `ai_tool`, …).
-fn is_connection_kind(s: &str) -> bool {
-    s.len() > 3 && s.starts_with("ai_") && s[3..].chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// `4.2` → `4.2`, `2.0` → `2`.

@@ -236,13 +236,18 @@ pub fn is_sub_node(ports: &Ports) -> bool {
     !ports.outputs.is_empty() && !ports.has_output(crate::workflow::MAIN)
 }
 
+/// Whether `s` names a sub-node connection type (`ai_languageModel`, `ai_tool`, …).
+pub fn is_connection_kind(s: &str) -> bool {
+    s.len() > 3 && s.starts_with("ai_") && s[3..].chars().all(|c| c.is_ascii_alphanumeric())
+}
+
 /// Suggestions for an unknown type: the closest real types by name and description
 /// ([`super::suggest::suggest_types`]), else the closest short names by edit distance (a typo).
 pub fn did_you_mean(catalogue: &Catalogue, node_type: &str) -> String {
     let short = crate::catalogue::short_name(node_type);
     // A connection type written as a node type (`n8n-nodes-base.ai_languageModel`, a small
     // model's way of asking for "a chat model"): the nodes that provide it.
-    if short.starts_with("ai_") {
+    if is_connection_kind(short) {
         let providers: Vec<String> = catalogue
             .search_sub_nodes(short, "", 3)
             .iter()
