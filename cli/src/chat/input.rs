@@ -109,6 +109,7 @@ impl Input {
                 }
             }
             Input::Plain(rx) => {
+                let mut ctrl_c = crate::chat::CtrlC::listen();
                 tokio::select! {
                     line = rx.recv() => match line {
                         Some(Ok(line)) => Read::Line(line.trim_end_matches(['\n', '\r']).to_string()),
@@ -118,7 +119,7 @@ impl Input {
                         }
                         None => Read::Eof,
                     },
-                    _ = crate::chat::interrupted() => Read::Interrupt,
+                    _ = ctrl_c.pressed() => Read::Interrupt,
                 }
             }
         }

@@ -176,10 +176,42 @@ pub(crate) struct Session<'a> {
     pending: Vec<agentgraph_runtime::Interrupt>,
 }
 
-/// Completes on Ctrl-C (SIGINT); never if its handler cannot be installed.
-pub(crate) async fn interrupted() {
-    if tokio::signal::ctrl_c().await.is_err() {
-        std::future::pending::<()>().await;
+/// Ctrl-C (SIGINT) heard from the moment it is made: made before a turn shows its spinner (or a
+/// plain read starts), so a Ctrl-C that comes before the first poll, or between two polls while
+/// events are handled, is kept for [`CtrlC::pressed`] instead of killing the process (the
+/// handler is installed at once) or being lost. Dropped with its turn: a Ctrl-C of one turn
+/// never cancels the next.
+pub(crate) struct CtrlC {
+    #[cfg(unix)]
+    signal: Option<tokio::signal::unix::Signal>,
+}
+
+impl CtrlC {
+    pub(crate) fn listen() -> Self {
+        #[cfg(unix)]
+        {
+            let kind = tokio::signal::unix::SignalKind::interrupt();
+            CtrlC {
+                signal: tokio::signal::unix::signal(kind).ok(),
+            }
+        }
+        #[cfg(not(unix))]
+        CtrlC {}
+    }
+
+    /// Completes on the next Ctrl-C; never if its handler could not be installed.
+    pub(crate) async fn pressed(&mut self) {
+        #[cfg(unix)]
+        if let Some(signal) = self.signal.as_mut() {
+            if signal.recv().await.is_some() {
+                return;
+            }
+        }
+        #[cfg(not(unix))]
+        if tokio::signal::ctrl_c().await.is_ok() {
+            return;
+        }
+        std::future::pending::<()>().await
     }
 }
 

@@ -6,7 +6,7 @@ use super::deploy::When;
 use super::diff::WorkflowDiff;
 use super::markdown;
 use super::progress::{agent_of, Progress};
-use super::{interrupted, Session};
+use super::{CtrlC, Session};
 use agentgraph_n8n::deploy::{deployed_id, ID_CHANNEL};
 use agentgraph_n8n::{workflow_of, workflow_summary};
 use agentgraph_runtime::{
@@ -146,6 +146,8 @@ impl Session<'_> {
             }
         };
         self.record_graph();
+        // Listening before the spinner shows: a Ctrl-C as soon as it does cancels the turn.
+        let mut ctrl_c = CtrlC::listen();
         let live = !self.ctx.json && self.look.terminal;
         let mut progress = if self.ctx.json {
             Progress::Plain
@@ -164,7 +166,7 @@ impl Session<'_> {
         loop {
             let ev = tokio::select! {
                 ev = stream.next() => ev,
-                _ = interrupted(), if !cancelled => {
+                _ = ctrl_c.pressed(), if !cancelled => {
                     cancelled = true;
                     cancel.cancel();
                     if !self.ctx.json {

@@ -150,12 +150,21 @@ impl Pane {
     }
 
     /// The screen as shown (with `escapes`, its colour codes too), the scrollback included.
+    /// A pane that is gone (its shell ended, and with it tmux) reads as what tmux said.
     fn screen(&self, escapes: bool) -> String {
         let mut args = vec!["capture-pane", "-p", "-t", "0", "-S", "-200"];
         if escapes {
             args.push("-e");
         }
-        String::from_utf8_lossy(&self.tmux(&args).stdout).into_owned()
+        let o = self.tmux(&args);
+        if o.status.success() {
+            String::from_utf8_lossy(&o.stdout).into_owned()
+        } else {
+            format!(
+                "(no screen: tmux capture-pane failed: {})",
+                String::from_utf8_lossy(&o.stderr).trim()
+            )
+        }
     }
 
     /// Waits until the screen satisfies `done`; returns it (panics with it after PATIENCE).
