@@ -177,11 +177,12 @@ mod tests {
         assert_eq!(
             errs,
             [
+                // In the order the arguments came; the allowed ones as the schema lists them.
                 "missing required argument `query`",
-                "unknown argument `extra`; allowed: limit, mode, opt, query, tags",
                 "argument `limit` must be an integer, got \"ten\"",
                 "argument `mode` must be one of \"fast\", \"deep\", got \"slow\"",
                 "argument `tags[1]` must be a string, got 1",
+                "unknown argument `extra`; allowed: query, limit, mode, tags, opt",
             ]
         );
         let errs = validate_args(&schema, &json!([1])).unwrap_err();
