@@ -18,6 +18,8 @@
 //! # `tool_choice` may be an expression on the state: `choose(len(items) == 0, "required", "auto")`.
 //! # Templated prompts and `tool_choice` see a `send` task's payload keys (they shadow channels).
 //! # `parallel_tool_calls: false` asks for one tool call per answer (null: the provider's default).
+//! # `close_cut_calls: true` makes a tool call the output limit cut as far as it was complete
+//! # (never with a cut string; the tool's schema must accept it) instead of asking again.
 //! # `max_calls: 30` fails the node (MAX_CALLS) once the conversation holds 30 AI answers.
 //! # `core_tools: ["plan", "delegate"], loaded_tools: loaded` offers only those tools plus the
 //! # ones named in channel `loaded` (deferred tools: `search_tools` finds, `load_tool` loads).
@@ -80,6 +82,7 @@ pub fn register(reg: &mut Registry, mut tools: ToolMap) {
             EntrySpec::value("tools"),
             EntrySpec::value("tool_choice"),
             EntrySpec::value("parallel_tool_calls"),
+            EntrySpec::value("close_cut_calls"),
             EntrySpec::value("max_tokens"),
             EntrySpec::value("temperature"),
             EntrySpec::writes("usage"),
@@ -233,6 +236,15 @@ impl NodeFactory for LlmFactory {
             Some(other) => {
                 return Err(format!(
                     "`parallel_tool_calls` is true, false or null (the provider's default), got {other}"
+                ))
+            }
+        }
+        match b.constant("close_cut_calls")? {
+            None | Some(Value::Null) => {}
+            Some(Value::Bool(close)) => node = node.close_cut_calls(close),
+            Some(other) => {
+                return Err(format!(
+                    "`close_cut_calls` is true or false (false: a cut call is asked for again), got {other}"
                 ))
             }
         }

@@ -34,6 +34,7 @@ impl LlmNode {
             max_calls: None,
             deferred: None,
             state_parts: Vec::new(),
+            close_cut_calls: false,
         }
     }
 
@@ -157,6 +158,16 @@ impl LlmNode {
     /// model from sending dozens of calls per answer).
     pub fn parallel_tool_calls(mut self, parallel: bool) -> Self {
         self.parallel_tool_calls = Some(parallel);
+        self
+    }
+
+    /// Makes a tool call the output limit cut as far as it was complete: closed after its last
+    /// complete value, or without the unfinished last item of a list, when the tool's schema
+    /// accepts that (never with a cut string). Off by default: the model is then called again
+    /// with a note. For tools whose calls are lists of items (a small model repeating one item
+    /// until the limit), the items before the cut are the call that was meant.
+    pub fn close_cut_calls(mut self, close: bool) -> Self {
+        self.close_cut_calls = close;
         self
     }
 

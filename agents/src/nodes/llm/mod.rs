@@ -129,6 +129,10 @@ pub struct LlmNode {
     pub deferred: Option<crate::orchestration::DeferredTools>,
     /// Channels shown as system parts, `(channel, tag)` ([`LlmNode::state_part`]).
     pub state_parts: Vec<(String, String)>,
+    /// A tool call the output limit cut is closed after its last complete value and made when
+    /// the tool's schema accepts it ([`LlmNode::close_cut_calls`]); otherwise the model is
+    /// called again with a note.
+    pub close_cut_calls: bool,
 }
 
 fn node_error(model: &str, e: ModelError) -> NodeError {
@@ -365,6 +369,18 @@ impl LlmNode {
             Err(Failure::Model(e @ ModelError::OutputTruncated { .. }))
                 if !self.tools.is_empty() =>
             {
+                let closed = self
+                    .close_cut_calls
+                    .then(|| truncation::closed_call(&e, &req.tools, &self.model.name(), msg_id))
+                    .flatten();
+                if let Some(answer) = closed {
+                    tracing::warn!(
+                        target: "agentgraph::recover",
+                        node = ctx.node(),
+                        "tool call cut off by the output limit: made as far as it was complete ({e})"
+                    );
+                    return Ok((Answer::Message(answer), None));
+                }
                 tracing::warn!(
                     target: "agentgraph::recover",
                     node = ctx.node(),

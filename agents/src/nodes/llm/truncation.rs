@@ -13,11 +13,17 @@
 //! calls (a builder graph reminds the model that nothing was built; a chat ends the turn with
 //! the truth). A small model cut twice inside one `add_nodes` call otherwise lost the whole turn.
 //!
+//! A node that closes cut calls ([`closed_call`]) first makes the cut call as far as it was
+//! complete, when the tool's schema accepts that: a small model asked for a list of nodes
+//! repeated one item until the limit, and its retry did the same.
+//!
 //! When complete calls came before the cut one, the providers keep those and drop the cut call
 //! (see `finish` in `models::openai` and `models::anthropic`): the answer is used as it is, and
 //! the model goes on from the calls that were made.
 
-use crate::models::{ModelError, ModelRequest, ModelResponse, Usage};
+use crate::models::cut_json::call_closings;
+use crate::models::{ModelError, ModelRequest, ModelResponse, ToolCall, ToolSpec, Usage};
+use crate::tools::validate_args;
 use serde_json::{json, Value};
 
 /// The message id of the note (stable, so a replayed request is byte-identical).
@@ -49,6 +55,41 @@ pub(super) fn note(cause: &ModelError) -> Value {
              the call was not made. Send it again in smaller parts: at most 3 tool calls per \
              answer, short arguments, and no text before the calls."
         ),
+    })
+}
+
+/// With [`LlmNode::close_cut_calls`](super::LlmNode::close_cut_calls): the cut call made as far
+/// as it was complete ([`call_closings`]), when a closing follows the tool's schema. The answer
+/// keeps the stop reason of a cut answer; its call id is derived from the message id.
+pub(super) fn closed_call(
+    cause: &ModelError,
+    tools: &[ToolSpec],
+    model: &str,
+    msg_id: &str,
+) -> Option<ModelResponse> {
+    let ModelError::OutputTruncated {
+        tool,
+        partial,
+        usage,
+        ..
+    } = cause
+    else {
+        return None;
+    };
+    let spec = tools.iter().find(|t| &t.name == tool)?;
+    let args = call_closings(partial)
+        .into_iter()
+        .find(|args| validate_args(&spec.input_schema, args).is_ok())?;
+    Some(ModelResponse {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: format!("{msg_id}-closed"),
+            name: tool.clone(),
+            args,
+        }],
+        stop_reason: "max_tokens".into(),
+        usage: *usage,
+        model: model.to_string(),
     })
 }
 
@@ -101,8 +142,8 @@ pub(super) fn kept_event(node: &str, calls: usize, stop_reason: &str) -> Value {
         "node": node,
         "kept_calls": calls,
         "title": format!(
-            "answer cut off by the output limit ({stop_reason}): its {calls} complete tool \
-             call(s) are kept"
+            "answer cut off by the output limit ({stop_reason}): going on with its {calls} \
+             tool call(s) made as far as they were complete"
         ),
     })
 }

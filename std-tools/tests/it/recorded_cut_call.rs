@@ -1,0 +1,124 @@
+//! A real discovery answer the output limit cut (`tests/fixtures/recorded/discovery_cut.sse`):
+//! the small local model's `submit_discovery_results` repeated three items until `max_tokens`.
+//! Replayed through an `llm` node that closes cut calls, the items before the cut are submitted
+//! and the tool answers them; without the option the node asks the model again.
+
+use agentgraph_agents::models::openai::OpenAiModel;
+use agentgraph_agents::nodes::{LlmNode, ToolExecutorNode};
+use agentgraph_agents::tools::Tool;
+use agentgraph_runtime::*;
+use agentgraph_std_tools::builder::SubmitDiscoveryResults;
+use agentgraph_std_tools::catalogue::Catalogue;
+use agentgraph_test_support::graphs::{memory, message_list, values};
+use serde_json::{json, Value};
+use std::sync::Arc;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/recorded");
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!("{DIR}/{name}"))
+        .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
+}
+
+/// Replays the recorded cut answer (and nothing after it) through `llm` → `tool_executor`
+/// with the discovery tool over the built-in catalogue; the run's result and its custom events.
+async fn replay(close: bool) -> (Result<RunOutput, RunError>, Vec<Value>) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(fixture("discovery_cut.sse"), "text/event-stream"),
+        )
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    let catalogue = Arc::new(Catalogue::builtin().expect("built-in catalogue"));
+    let tool = SubmitDiscoveryResults::new().with_type_checker(move |t| catalogue.contains(t));
+    let model = OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
+        .expect("client")
+        .with_base_url(format!("{}/v1", server.uri()));
+    let req: Value = serde_json::from_str(&fixture("discovery_cut.request.json")).expect("request");
+    let agent = LlmNode::new(Arc::new(model))
+        .system(req["messages"][0]["content"].as_str().unwrap_or(""))
+        .tools(vec![tool.spec()])
+        .max_tokens(400)
+        .close_cut_calls(close);
+    let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(tool)];
+    let g = GraphBuilder::new("discovery")
+        .channel(message_list("messages"))
+        .channel(ChannelSpec::new("discovery_context", ValueType::Json))
+        .channel(ChannelSpec::new("coordination_log", ValueType::Json))
+        .node("agent", Arc::new(agent))
+        .node("tools", Arc::new(ToolExecutorNode::new(tools)))
+        .chain(&[START, "agent", "tools", END])
+        .compile()
+        .expect("graph")
+        .with_checkpointer(memory());
+    let user = req["messages"][1]["content"].as_str().unwrap_or("");
+    let input = json!({"messages": [{"type": "human", "id": "h", "content": user}]});
+    let (events, out) = g
+        .stream(values(input), RunConfig::thread("t"))
+        .collect()
+        .await;
+    let custom = events
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Custom(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    (out, custom)
+}
+
+#[tokio::test]
+async fn a_discovery_list_cut_by_the_limit_is_submitted_without_its_unfinished_item() {
+    let (out, events) = replay(true).await;
+    let out = out.expect("run");
+    let messages = out.values["messages"].as_array().expect("messages");
+    let ai = &messages[1];
+    // Marked as cut, as every answer the output limit cut is.
+    assert_eq!(ai["stop_reason"], "max_tokens", "{ai}");
+    let calls = ai["tool_calls"].as_array().expect("one call");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["name"], "submit_discovery_results");
+    // The recording holds eight complete items (HTTP Request, then Text Splitter, Count and Set
+    // three times over, the last Count cut in its `version`): the eight are submitted.
+    let nodes = calls[0]["args"]["nodes"].as_array().expect("nodes");
+    let names: Vec<&str> = nodes
+        .iter()
+        .filter_map(|n| n["nodeName"].as_str())
+        .collect();
+    assert_eq!(names.len(), 8, "{names:?}");
+    assert_eq!(names[0], "n8n-nodes-base.httpRequest");
+    assert_eq!(names[7], "n8n-nodes-base.textSplitter");
+    // The tool answered the call: Text Splitter is not an n8n-nodes-base type.
+    let result = &messages[2];
+    assert_eq!(result["type"], "tool");
+    assert_eq!(result["status"], "error", "{result}");
+    assert_eq!(
+        result["content"]["error"]["code"], "UNKNOWN_NODE_TYPE",
+        "{result}"
+    );
+    let text = result["content"]["error"]["message"].as_str().unwrap_or("");
+    assert!(text.contains("n8n-nodes-base.textSplitter"), "{result}");
+    assert!(
+        events
+            .iter()
+            .any(|e| e["recovery"] == "answer_cut" && e["kept_calls"] == 1),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn without_the_option_the_cut_call_is_asked_for_again() {
+    // The server has no second answer: the retry the node makes fails the run.
+    let (out, events) = replay(false).await;
+    assert!(out.is_err(), "{out:?}");
+    assert!(
+        events.iter().any(|e| e["recovery"] == "output_truncated"),
+        "{events:?}"
+    );
+}
