@@ -112,9 +112,10 @@ fn unknown_top_level_key_with_suggestion() {
         json!({"url": "https://example.com", "metod": "POST", "SendBody": true}),
     ));
     let found = unknown(&wf, cat);
-    assert_eq!(paths(&found), ["SendBody", "metod"], "{found:#?}");
-    assert!(found[0].message.contains("Did you mean `sendBody`?"));
-    assert!(found[1].message.contains("Did you mean `method`?"));
+    // In the order the parameters were written.
+    assert_eq!(paths(&found), ["metod", "SendBody"], "{found:#?}");
+    assert!(found[0].message.contains("Did you mean `method`?"));
+    assert!(found[1].message.contains("Did you mean `sendBody`?"));
     let wf = workflow_with(node(
         "Slack",
         "n8n-nodes-base.slack",
@@ -146,13 +147,13 @@ fn unknown_key_in_a_collection() {
     let found = unknown(&wf, cat);
     assert_eq!(
         paths(&found),
-        ["options.ignoreHttpStatusErrors", "options.timout"],
+        ["options.timout", "options.ignoreHttpStatusErrors"],
         "{found:#?}"
     );
-    assert!(found[1]
+    assert!(found[0]
         .message
         .contains("`options` has no option `timout`"));
-    assert!(found[1].message.contains("Did you mean `options.timeout`?"));
+    assert!(found[0].message.contains("Did you mean `options.timeout`?"));
     // A key of the collection written at the top level.
     let wf = workflow_with(node(
         "Respond",
