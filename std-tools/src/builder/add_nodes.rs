@@ -24,12 +24,62 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct AddNodes {
     catalogue: Arc<Catalogue>,
+    /// The general-purpose trigger types (schedule, manual, webhook, …), which may start a
+    /// workflow side by side.
+    general_triggers: Vec<String>,
 }
 
 impl AddNodes {
     /// The tool over `catalogue`.
     pub fn new(catalogue: Arc<Catalogue>) -> Self {
-        AddNodes { catalogue }
+        let general_triggers = super::add_trigger::trigger_types(&catalogue);
+        AddNodes {
+            catalogue,
+            general_triggers,
+        }
+    }
+
+    /// An app's trigger asked for while `wf` already has a trigger is a step: its action node
+    /// (`googleSheetsTrigger` → `googleSheets`) with a note, or refused when it has none (a
+    /// small model added three Form.io Triggers as the steps after a webhook). A general-purpose
+    /// trigger may be a second start, and any trigger may be the first: `None`.
+    fn trigger_as_step(
+        &self,
+        wf: &Workflow,
+        asked: &str,
+    ) -> Result<Option<(String, String)>, ToolError> {
+        let node_type = self.catalogue.recover_type(asked).unwrap_or(asked);
+        let is_trigger = self
+            .catalogue
+            .get(node_type, None)
+            .is_some_and(|d| d.is_trigger());
+        if !is_trigger || self.general_triggers.iter().any(|t| t == node_type) {
+            return Ok(None);
+        }
+        let Some(first) = super::main_flow::other_trigger(&self.catalogue, wf, "") else {
+            return Ok(None);
+        };
+        match super::main_flow::action_type(&self.catalogue, node_type) {
+            Some(action) => {
+                let note = format!(
+                    "\nNote: `{node_type}` is a trigger, which starts a workflow and takes no \
+                     input, and this workflow already starts with \"{}\": `{action}`, the node \
+                     for a step, was added instead.",
+                    first.name
+                );
+                Ok(Some((action, note)))
+            }
+            None => Err(ToolError::new(
+                codes::TRIGGER_EXISTS,
+                format!(
+                    "`{node_type}` is a trigger, which starts a workflow and takes no input, and \
+                     this workflow already starts with \"{}\" ({}): it cannot be a step. Add \
+                     a node that does this step (search_nodes for what it does), or remove_node \
+                     \"{}\" first to start the workflow with `{node_type}` instead.",
+                    first.name, first.node_type, first.name
+                ),
+            )),
+        }
     }
 }
 
@@ -93,8 +143,15 @@ impl Tool for AddNodes {
         };
         let wf = current_workflow(ctx)?;
         let requested = args.get("name").and_then(Value::as_str);
+        let step = self.trigger_as_step(&wf, node_type)?;
+        let node_type = step
+            .as_ref()
+            .map_or(node_type, |(action, _)| action.as_str());
         let planned = plan_node(&self.catalogue, ctx, &wf, node_type, requested, params)?;
         let mut message = planned.message;
+        if let Some((_, note)) = &step {
+            message.push_str(note);
+        }
         let mut ops = vec![Operation::AddNodes {
             nodes: vec![planned.node.clone()],
         }];

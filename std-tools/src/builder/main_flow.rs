@@ -8,6 +8,10 @@
 //! read rows, the builder added it after the schedule trigger and connected the schedule to it
 //! three times (a trigger takes no input).
 //!
+//! The multi-agent builder also *added* an app's trigger as each step after a webhook (three
+//! Form.io Triggers): `add_nodes` adds its action node instead when there is one
+//! ([`action_type`]) and refuses it otherwise, while the workflow has a trigger.
+//!
 //! [`main_flow_variant`] names the main-flow type; [`as_main_flow_node`] is the recovery
 //! `connect_nodes` makes when a main connection to or from such a node is asked for: a tool
 //! variant in a workflow without an agent, or a trigger as the target while the workflow has
@@ -83,22 +87,35 @@ pub fn as_action_node(
     wf: &Workflow,
     node: &WorkflowNode,
 ) -> Option<MainFlowNode> {
-    let base = node.node_type.strip_suffix("Trigger")?;
-    let desc = catalogue.get(base, None)?;
-    if desc.is_hidden() || desc.is_trigger() {
-        return None;
-    }
-    let other_trigger = wf.nodes.iter().any(|n| {
-        n.name != node.name
-            && catalogue
-                .get(&n.node_type, None)
-                .is_some_and(|d| d.is_trigger())
-    });
-    if !other_trigger {
-        return None;
-    }
-    let main = desc.name.clone();
+    let main = action_type(catalogue, &node.node_type)?;
+    other_trigger(catalogue, wf, &node.name)?;
     convert(catalogue, wf, node, main, "a trigger, which starts a workflow and takes no input, and this workflow already has its trigger")
+}
+
+/// The visible action node of a `…Trigger` type (`n8n-nodes-base.googleSheets` for
+/// `…googleSheetsTrigger`), when the catalogue has one.
+pub fn action_type(catalogue: &Catalogue, trigger_type: &str) -> Option<String> {
+    let base = trigger_type.strip_suffix("Trigger")?;
+    let desc = catalogue.get(base, None)?;
+    (!desc.is_hidden() && !desc.is_trigger()).then(|| desc.name.clone())
+}
+
+/// The first enabled trigger of `wf` other than the node named `except`.
+pub fn other_trigger<'a>(
+    catalogue: &Catalogue,
+    wf: &'a Workflow,
+    except: &str,
+) -> Option<&'a WorkflowNode> {
+    wf.nodes
+        .iter()
+        .find(|n| {
+            n.name != except
+                && !n.is_disabled()
+                && catalogue
+                    .get(&n.node_type, None)
+                    .is_some_and(|d| d.is_trigger())
+        })
+        .map(|n| n.as_ref())
 }
 
 /// `node` changed to `main`, its default version and its parameters without the tool-only

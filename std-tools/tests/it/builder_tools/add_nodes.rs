@@ -315,3 +315,76 @@ async fn a_type_misspelled_without_ambiguity_is_read_as_the_type_it_names() {
         .await;
     assert!(err.to_string().contains("not in the catalogue"), "{err}");
 }
+
+/// An app's trigger added after the workflow's trigger is a step: its action node, named.
+#[tokio::test]
+async fn an_apps_trigger_after_the_trigger_becomes_its_action_node() {
+    let mut s = Session::new(builtin());
+    let tool = AddNodes::new(s.cat.clone());
+    s.add("n8n-nodes-base.scheduleTrigger", "Every Monday", json!({}))
+        .await;
+    let msg = s
+        .run(
+            &tool,
+            json!({"nodeType": "n8n-nodes-base.gmailTrigger", "name": "Read Mail",
+                   "connectionParametersReasoning": "static", "connectionParameters": {}}),
+        )
+        .await;
+    assert!(
+        msg.contains("`n8n-nodes-base.gmailTrigger` is a trigger")
+            && msg.contains("already starts with \"Every Monday\"")
+            && msg.contains("`n8n-nodes-base.gmail`, the node for a step, was added instead"),
+        "{msg}"
+    );
+    let added = s.wf.node_by_name("Read Mail").expect("added");
+    assert_eq!(added.node_type, "n8n-nodes-base.gmail");
+}
+
+/// Any trigger may be the first; a general-purpose one may also start a workflow beside
+/// another.
+#[tokio::test]
+async fn a_first_trigger_or_a_second_general_one_is_added_as_asked() {
+    let mut s = Session::new(builtin());
+    let gmail = s
+        .add("n8n-nodes-base.gmailTrigger", "New Mail", json!({}))
+        .await;
+    assert_eq!(
+        s.wf.node_by_id(&gmail).expect("trigger").node_type,
+        "n8n-nodes-base.gmailTrigger"
+    );
+    let manual = s
+        .add("n8n-nodes-base.manualTrigger", "Test Run", json!({}))
+        .await;
+    assert_eq!(
+        s.wf.node_by_id(&manual).expect("trigger").node_type,
+        "n8n-nodes-base.manualTrigger"
+    );
+}
+
+/// An app's trigger that has no action node is refused while the workflow has a trigger,
+/// naming that trigger and what to do instead (the real catalogue: Form.io has only a
+/// trigger, which a small model added as three steps after a webhook).
+#[tokio::test]
+async fn an_apps_trigger_without_an_action_node_is_refused_as_a_step() {
+    let Some(cat) = real() else { return };
+    let mut s = Session::new(cat);
+    let tool = AddNodes::new(s.cat.clone());
+    s.add("n8n-nodes-base.webhook", "Receive Orders", json!({}))
+        .await;
+    let e = s
+        .err(
+            &tool,
+            json!({"nodeType": "n8n-nodes-base.formIoTrigger", "name": "Mark High Priority",
+                   "connectionParametersReasoning": "static", "connectionParameters": {}}),
+        )
+        .await;
+    assert_eq!(e.code, codes::TRIGGER_EXISTS);
+    assert!(
+        e.message.contains("already starts with \"Receive Orders\"")
+            && e.message.contains("search_nodes")
+            && e.message.contains("remove_node \"Receive Orders\""),
+        "{}",
+        e.message
+    );
+    assert_eq!(s.wf.nodes.len(), 1);
+}
