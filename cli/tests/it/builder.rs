@@ -253,6 +253,61 @@ async fn discovery_without_results_is_reminded_then_explained_and_the_log_is_per
 }
 
 #[tokio::test]
+async fn a_build_left_with_only_its_trigger_sends_the_builder_back_once() {
+    if catalogue().is_none() {
+        return;
+    }
+    // The builder adds the trigger, then stops until its reminders run out; the configurator
+    // finds nothing to do. The check sees only the trigger and sends the builder back once,
+    // with a log entry saying so; the second run adds the step and connects it.
+    let fixture = root().join("cli/tests/fixtures/builder-only-trigger");
+    let g = compile("multi", &fixture);
+    let out = g
+        .invoke(
+            Input::values(human("Every Monday, prepare a report")),
+            RunConfig::thread("only-trigger"),
+        )
+        .await
+        .expect("the run ends normally");
+    let state = g.get_state("only-trigger", None).await.unwrap().unwrap();
+    let log = state.values["coordination_log"].as_array().unwrap().clone();
+    let retries: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["phase"] == "check" && e["status"] == "retry")
+        .collect();
+    assert_eq!(retries.len(), 1, "{log:?}");
+    assert!(
+        retries[0]["summary"]
+            .as_str()
+            .unwrap_or("")
+            .contains("only its trigger"),
+        "{log:?}"
+    );
+    let wf = &out.values["workflow"];
+    let names: Vec<&str> = wf["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["name"].as_str())
+        .collect();
+    assert_eq!(names, ["Every Monday", "Prepare Report"]);
+    assert_eq!(
+        wf["connections"]["Every Monday"]["main"][0][0]["node"],
+        "Prepare Report"
+    );
+    let answer = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        answer["content"],
+        "(test) Every Monday, Prepare Report runs."
+    );
+}
+
+#[tokio::test]
 async fn a_builder_that_never_validates_cleanly_ends_in_error() {
     if catalogue().is_none() {
         return;
