@@ -98,6 +98,26 @@ pub fn values(v: Value) -> Input {
     Input::values(v)
 }
 
+/// Streams a run of `g` on thread `thread`; its result and the custom events it emitted.
+pub async fn run_with_custom_events(
+    g: &CompiledGraph,
+    input: Value,
+    thread: &str,
+) -> (Result<RunOutput, RunError>, Vec<Value>) {
+    let (events, out) = g
+        .stream(values(input), RunConfig::thread(thread))
+        .collect()
+        .await;
+    let custom = events
+        .into_iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Custom(v) => Some(v),
+            _ => None,
+        })
+        .collect();
+    (out, custom)
+}
+
 /// Runs `g` from an empty input, without a thread; the run must succeed.
 pub async fn run(g: &CompiledGraph) -> RunOutput {
     g.invoke(values(json!({})), RunConfig::default())

@@ -165,21 +165,7 @@ fn graph(agent: LlmNode, tools: Option<ToolExecutorNode>) -> CompiledGraph {
 
 /// Runs `g` on `messages`; the final state and the custom events.
 async fn run(g: &CompiledGraph, messages: Vec<Value>) -> (Result<RunOutput, RunError>, Vec<Value>) {
-    let (events, out) = g
-        .stream(
-            values(json!({ "messages": messages })),
-            RunConfig::thread("t"),
-        )
-        .collect()
-        .await;
-    let custom = events
-        .into_iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Custom(v) => Some(v),
-            _ => None,
-        })
-        .collect();
-    (out, custom)
+    run_with_custom_events(g, json!({ "messages": messages }), "t").await
 }
 
 /// The recorded request replayed through an `llm` node offering its tools; the AI message it

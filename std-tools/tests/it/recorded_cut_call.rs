@@ -9,7 +9,7 @@ use agentgraph_agents::tools::Tool;
 use agentgraph_runtime::*;
 use agentgraph_std_tools::builder::SubmitDiscoveryResults;
 use agentgraph_std_tools::catalogue::Catalogue;
-use agentgraph_test_support::graphs::{memory, message_list, values};
+use agentgraph_test_support::graphs::{memory, message_list, run_with_custom_events};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use wiremock::matchers::{method, path};
@@ -59,18 +59,7 @@ async fn replay(close: bool) -> (Result<RunOutput, RunError>, Vec<Value>) {
         .with_checkpointer(memory());
     let user = req["messages"][1]["content"].as_str().unwrap_or("");
     let input = json!({"messages": [{"type": "human", "id": "h", "content": user}]});
-    let (events, out) = g
-        .stream(values(input), RunConfig::thread("t"))
-        .collect()
-        .await;
-    let custom = events
-        .into_iter()
-        .filter_map(|e| match e.kind {
-            EventKind::Custom(v) => Some(v),
-            _ => None,
-        })
-        .collect();
-    (out, custom)
+    run_with_custom_events(&g, input, "t").await
 }
 
 #[tokio::test]
