@@ -308,6 +308,38 @@ async fn a_build_left_with_only_its_trigger_sends_the_builder_back_once() {
 }
 
 #[tokio::test]
+async fn a_message_the_naming_call_calls_a_question_is_answered_not_built() {
+    if catalogue().is_none() {
+        return;
+    }
+    // On an empty workflow, `question: true` from the naming call makes the turn a question:
+    // the answer ends it (no reminder that nothing was built, no discovery). The scripts hold
+    // no answer for a reminder or a phase, so either would fail the run.
+    let fixture = root().join("cli/tests/fixtures/naming-question");
+    for arch in ["single", "multi"] {
+        let g = compile(arch, &fixture);
+        let out = g
+            .invoke(
+                Input::values(human("What can you do?")),
+                RunConfig::thread(arch),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let answer = out.values["messages"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
+        assert_eq!(
+            answer["content"], "(test) I build n8n workflows from a description.",
+            "{arch}"
+        );
+        assert_eq!(out.values["workflow"]["nodes"], json!([]), "{arch}");
+    }
+}
+
+#[tokio::test]
 async fn a_builder_that_never_validates_cleanly_ends_in_error() {
     if catalogue().is_none() {
         return;
