@@ -353,8 +353,10 @@ impl Catalogue {
 
     /// The catalogue's name of the one type `node_type` misspells without ambiguity: its
     /// `@n8n/` scope left out (`n8n-nodes-langchain.lmChatCohere`, written so by a local model),
-    /// another letter case, or the short name alone (`httpRequest`). `None` when `node_type`
-    /// is a type as written, or could be none or several (`code` is in both packages).
+    /// another letter case, the short name alone (`httpRequest`), or the short name under the
+    /// other of n8n's two packages (`n8n-nodes-base.chatTrigger`, also a local model's). `None`
+    /// when `node_type` is a type as written, or could be none or several (`code` is in both
+    /// packages).
     pub fn recover_type(&self, node_type: &str) -> Option<&str> {
         let t = node_type.trim();
         if t.is_empty() || self.contains(node_type) {
@@ -362,11 +364,18 @@ impl Catalogue {
         }
         let lower = t.to_ascii_lowercase();
         let scoped = format!("@n8n/{lower}");
+        let n8n_package = t.rsplit_once('.').is_some_and(|(package, _)| {
+            matches!(
+                package.to_ascii_lowercase().as_str(),
+                "n8n-nodes-base" | "@n8n/n8n-nodes-langchain" | "n8n-nodes-langchain"
+            )
+        });
         let mut hits = self.types().filter(|name| {
             let name_lower = name.to_ascii_lowercase();
             name_lower == lower
                 || name_lower == scoped
                 || (!t.contains('.') && short_name(name).eq_ignore_ascii_case(t))
+                || (n8n_package && short_name(name).eq_ignore_ascii_case(short_name(t)))
         });
         let first = hits.next()?;
         hits.next().is_none().then_some(first)

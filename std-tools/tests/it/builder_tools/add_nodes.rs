@@ -290,6 +290,17 @@ async fn a_type_misspelled_without_ambiguity_is_read_as_the_type_it_names() {
         cat.recover_type("agent"),
         Some("@n8n/n8n-nodes-langchain.agent")
     );
+    // The short name under the other n8n package (a local model's `n8n-nodes-base.chatTrigger`,
+    // sent three times); not under a package of someone else's.
+    assert_eq!(
+        cat.recover_type("n8n-nodes-base.chatTrigger"),
+        Some("@n8n/n8n-nodes-langchain.chatTrigger")
+    );
+    assert_eq!(
+        cat.recover_type("@n8n/n8n-nodes-langchain.httpRequest"),
+        Some("n8n-nodes-base.httpRequest")
+    );
+    assert_eq!(cat.recover_type("n8n-nodes-acme.chatTrigger"), None);
     // A type as written, an unknown one, and a short name two types share are not recovered.
     assert_eq!(cat.recover_type("n8n-nodes-base.httpRequest"), None);
     assert_eq!(cat.recover_type("n8n-nodes-base.emailer"), None);
