@@ -354,7 +354,9 @@ impl Catalogue {
     /// The catalogue's name of the one type `node_type` misspells without ambiguity: its
     /// `@n8n/` scope left out (`n8n-nodes-langchain.lmChatCohere`, written so by a local model),
     /// another letter case, the short name alone (`httpRequest`), or the short name under the
-    /// other of n8n's two packages (`n8n-nodes-base.chatTrigger`, also a local model's). `None`
+    /// other of n8n's two packages or with a scope the package does not have
+    /// (`n8n-nodes-base.chatTrigger`, `@n8n/n8n-nodes-base.googleDriveTrigger`, a local
+    /// model's). `None`
     /// when `node_type` is a type as written, or could be none or several (`code` is in both
     /// packages).
     pub fn recover_type(&self, node_type: &str) -> Option<&str> {
@@ -367,7 +369,10 @@ impl Catalogue {
         let n8n_package = t.rsplit_once('.').is_some_and(|(package, _)| {
             matches!(
                 package.to_ascii_lowercase().as_str(),
-                "n8n-nodes-base" | "@n8n/n8n-nodes-langchain" | "n8n-nodes-langchain"
+                "n8n-nodes-base"
+                    | "@n8n/n8n-nodes-base"
+                    | "@n8n/n8n-nodes-langchain"
+                    | "n8n-nodes-langchain"
             )
         });
         let mut hits = self.types().filter(|name| {

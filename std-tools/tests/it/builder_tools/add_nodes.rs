@@ -300,6 +300,10 @@ async fn a_type_misspelled_without_ambiguity_is_read_as_the_type_it_names() {
         cat.recover_type("@n8n/n8n-nodes-langchain.httpRequest"),
         Some("n8n-nodes-base.httpRequest")
     );
+    assert_eq!(
+        cat.recover_type("@n8n/n8n-nodes-base.gmailTrigger"),
+        Some("n8n-nodes-base.gmailTrigger")
+    );
     assert_eq!(cat.recover_type("n8n-nodes-acme.chatTrigger"), None);
     // A type as written, an unknown one, and a short name two types share are not recovered.
     assert_eq!(cat.recover_type("n8n-nodes-base.httpRequest"), None);
