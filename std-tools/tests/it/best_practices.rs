@@ -362,6 +362,40 @@ async fn discovery_defaults_and_channels() {
     assert_eq!(out.writes[1].0, "cl");
 }
 
+/// A type listed again at the same version is kept once (a small model repeated its items
+/// until the output limit cut the call); at another version it is refused (`DUPLICATE_NODE`,
+/// in `discovery_error_codes`).
+#[tokio::test]
+async fn a_type_listed_again_at_the_same_version_is_kept_once() {
+    let tool = SubmitDiscoveryResults::new();
+    let args = json!({"nodes": [
+        node("n8n-nodes-base.webhook", json!(2)),
+        node("n8n-nodes-base.set", json!(3.4)),
+        node("n8n-nodes-base.set", json!(3.4)),
+        node("n8n-nodes-base.webhook", json!(2)),
+        node("n8n-nodes-base.set", json!(3.4)),
+    ]});
+    let out = call(&tool, args).await.expect("accepted");
+    let found: Vec<&str> = out.writes[0].1["nodesFound"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| n["nodeName"].as_str())
+        .collect();
+    assert_eq!(found, ["n8n-nodes-base.webhook", "n8n-nodes-base.set"]);
+    let msg = text(&out);
+    assert!(
+        msg.starts_with("Discovery results submitted: 2 node types."),
+        "{msg}"
+    );
+    assert!(
+        msg.contains(
+            "Listed more than once, kept once: n8n-nodes-base.set, n8n-nodes-base.webhook."
+        ),
+        "{msg}"
+    );
+}
+
 async fn discovery_error(tool: &SubmitDiscoveryResults, args: Value) -> ToolError {
     let e = call(tool, args.clone()).await.unwrap_err();
     // The pure validator agrees with the tool.

@@ -43,6 +43,9 @@ pub struct DiscoveryResults {
     pub techniques: Vec<String>,
     /// One-line summary (generated when none was given).
     pub summary: String,
+    /// Types that were listed more than once at the same version (each kept once).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repeated: Vec<String>,
 }
 
 impl DiscoveryResults {
@@ -106,6 +109,12 @@ impl DiscoveryResults {
             s.push_str(&format!(
                 "Best practices attached: {}.\n",
                 self.techniques.join(", ")
+            ));
+        }
+        if !self.repeated.is_empty() {
+            s.push_str(&format!(
+                "Listed more than once, kept once: {}.\n",
+                self.repeated.join(", ")
             ));
         }
         s.push_str("Discovery is complete; the builder will create and connect these nodes next.");

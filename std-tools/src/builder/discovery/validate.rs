@@ -30,7 +30,7 @@ fn err(code: &str, message: String) -> ToolError {
 }
 
 /// Validates `submit_discovery_results` arguments. `checker`, when given, must accept every
-/// node type. Errors: `INVALID_INPUT`, `NO_NODES`, `TOO_MANY_NODES`, `INVALID_NODE_TYPE`,
+/// node type. A type listed again at the same version is kept once. Errors: `INVALID_INPUT`, `NO_NODES`, `TOO_MANY_NODES`, `INVALID_NODE_TYPE`,
 /// `UNKNOWN_NODE_TYPE`, `DUPLICATE_NODE`, `INVALID_VERSION`, `MISSING_REASONING`,
 /// `INVALID_PARAMETER`, `UNKNOWN_TECHNIQUE`.
 pub fn validate(
@@ -82,6 +82,8 @@ pub fn validate(
     }
 
     let mut found: Vec<DiscoveredNode> = Vec::with_capacity(nodes.len());
+    // Types listed again at the same version, kept once.
+    let mut repeated: Vec<String> = Vec::new();
     for (i, raw) in nodes.iter().enumerate() {
         let node = parse_node(i, raw)?;
         if !looks_like_full_type(&node.node_name) {
@@ -115,11 +117,20 @@ pub fn validate(
             }
         }
         if let Some(j) = found.iter().position(|f| f.node_name == node.node_name) {
+            // The same type at the same version again is the same finding: kept once (a small
+            // model repeated its items until the output limit cut the call).
+            if found[j].version == node.version {
+                if !repeated.contains(&node.node_name) {
+                    repeated.push(node.node_name.clone());
+                }
+                continue;
+            }
             return Err(err(
                 "DUPLICATE_NODE",
                 format!(
-                    "`{}` is listed twice (nodes[{j}] and nodes[{i}]): list each node type \
-                     once; the builder adds as many instances as the workflow needs",
+                    "`{}` is listed twice with two versions (nodes[{j}] and nodes[{i}]): list \
+                     each node type once, at the version get_node_details reports; the builder \
+                     adds as many instances as the workflow needs",
                     node.node_name
                 ),
             ));
@@ -224,6 +235,7 @@ pub fn validate(
         nodes_found: found,
         techniques,
         summary,
+        repeated,
     })
 }
 
