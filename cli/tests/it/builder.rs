@@ -75,6 +75,23 @@ fn compile(arch: &str, scripts: &Path) -> agentgraph_runtime::CompiledGraph {
     scenario::compile_with(arch, scripts, catalogue().unwrap())
 }
 
+/// One turn of `arch` on the scripted answers of `fixture` (a folder of `cli/tests/fixtures/`),
+/// on thread `thread`: the run's output and the thread's state values after it.
+async fn fixture_turn(
+    fixture: &str,
+    arch: &str,
+    text: &str,
+    thread: &str,
+) -> (agentgraph_runtime::RunOutput, Value) {
+    let g = compile(arch, &root().join("cli/tests/fixtures").join(fixture));
+    let out = g
+        .invoke(Input::values(human(text)), RunConfig::thread(thread))
+        .await
+        .unwrap_or_else(|e| panic!("{fixture}/{arch}: the run ends normally: {e}"));
+    let state = g.get_state(thread, None).await.unwrap().unwrap().values;
+    (out, state)
+}
+
 #[tokio::test]
 async fn every_scenario_through_the_rust_api_on_both_architectures() {
     if catalogue().is_none() {
@@ -116,17 +133,14 @@ async fn a_failing_phase_is_explained_by_the_responder() {
     }
     // The builder's model call fails (its script answer is meant for another node): the error
     // boundary catches it, the coordination log records it, and the responder answers.
-    let fixture = root().join("cli/tests/fixtures/phase-error");
-    let g = compile("multi", &fixture);
-    let out = g
-        .invoke(
-            Input::values(human("Every Monday, summarize my unread Gmail")),
-            RunConfig::thread("phase-error"),
-        )
-        .await
-        .expect("the run ends normally despite the failed phase");
-    let state = g.get_state("phase-error", None).await.unwrap().unwrap();
-    let log = state.values["coordination_log"].clone();
+    let (out, state) = fixture_turn(
+        "phase-error",
+        "multi",
+        "Every Monday, summarize my unread Gmail",
+        "phase-error",
+    )
+    .await;
+    let log = state["coordination_log"].clone();
     let entries = log.as_array().unwrap();
     assert!(
         entries
@@ -134,7 +148,7 @@ async fn a_failing_phase_is_explained_by_the_responder() {
             .any(|e| e["phase"] == "builder" && e["status"] == "error"),
         "{log}"
     );
-    assert_eq!(state.values["error"]["node"], "builder");
+    assert_eq!(state["error"]["node"], "builder");
     let messages = out.values["messages"].as_array().unwrap();
     let answer = messages.last().unwrap();
     assert_eq!(answer["type"], "ai");
@@ -260,17 +274,14 @@ async fn a_build_left_with_only_its_trigger_sends_the_builder_back_once() {
     // The builder adds the trigger, then stops until its reminders run out; the configurator
     // finds nothing to do. The check sees only the trigger and sends the builder back once,
     // with a log entry saying so; the second run adds the step and connects it.
-    let fixture = root().join("cli/tests/fixtures/builder-only-trigger");
-    let g = compile("multi", &fixture);
-    let out = g
-        .invoke(
-            Input::values(human("Every Monday, prepare a report")),
-            RunConfig::thread("only-trigger"),
-        )
-        .await
-        .expect("the run ends normally");
-    let state = g.get_state("only-trigger", None).await.unwrap().unwrap();
-    let log = state.values["coordination_log"].as_array().unwrap().clone();
+    let (out, state) = fixture_turn(
+        "builder-only-trigger",
+        "multi",
+        "Every Monday, prepare a report",
+        "only-trigger",
+    )
+    .await;
+    let log = state["coordination_log"].as_array().unwrap().clone();
     let retries: Vec<&Value> = log
         .iter()
         .filter(|e| e["phase"] == "check" && e["status"] == "retry")
@@ -315,16 +326,8 @@ async fn a_message_the_naming_call_calls_a_question_is_answered_not_built() {
     // On an empty workflow, `question: true` from the naming call makes the turn a question:
     // the answer ends it (no reminder that nothing was built, no discovery). The scripts hold
     // no answer for a reminder or a phase, so either would fail the run.
-    let fixture = root().join("cli/tests/fixtures/naming-question");
     for arch in ["single", "multi"] {
-        let g = compile(arch, &fixture);
-        let out = g
-            .invoke(
-                Input::values(human("What can you do?")),
-                RunConfig::thread(arch),
-            )
-            .await
-            .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        let (out, _) = fixture_turn("naming-question", arch, "What can you do?", arch).await;
         let answer = out.values["messages"]
             .as_array()
             .unwrap()
@@ -349,21 +352,14 @@ async fn a_builder_that_never_validates_cleanly_ends_in_error() {
     // validates an empty workflow (invalid: no trigger), then keeps stopping (reminded to fix,
     // up to three reminders in all): the phase logs an error with the validation result
     // instead of "completed".
-    let fixture = root().join("cli/tests/fixtures/builder-unvalidated");
-    let g = compile("multi", &fixture);
-    let out = g
-        .invoke(
-            Input::values(human("Every Monday, summarize my unread Gmail")),
-            RunConfig::thread("builder-unvalidated"),
-        )
-        .await
-        .expect("the run ends normally");
-    let state = g
-        .get_state("builder-unvalidated", None)
-        .await
-        .unwrap()
-        .unwrap();
-    let log = state.values["coordination_log"].as_array().unwrap().clone();
+    let (out, state) = fixture_turn(
+        "builder-unvalidated",
+        "multi",
+        "Every Monday, summarize my unread Gmail",
+        "builder-unvalidated",
+    )
+    .await;
+    let log = state["coordination_log"].as_array().unwrap().clone();
     assert_eq!(log[0]["phase"], "discovery", "{log:?}");
     let builder = log
         .iter()
