@@ -256,6 +256,15 @@ pub trait Tool: Send + Sync + 'static {
         false
     }
 
+    /// Whether the result depends on the arguments alone: no workflow or run state, no outside
+    /// world, no side effects (a catalogue search). A call repeating one that already
+    /// succeeded earlier in the conversation is then answered `REPEATED_CALL` instead of run
+    /// again: its result is there already, and a small model that re-sends a search keeps
+    /// adding the same thousands of tokens. Default: no.
+    fn pure(&self) -> bool {
+        false
+    }
+
     /// The spec sent to models.
     fn spec(&self) -> ToolSpec {
         ToolSpec {

@@ -1,7 +1,7 @@
 //! Real answers of a small local model (`tests/fixtures/recorded/`, see its README), replayed
 //! from a loopback server through the OpenAI provider into the `llm` and `tool_executor`
 //! nodes: calls written as text, a tool name in other casing, arguments as a JSON string, a
-//! repeated failing call and a context overflow.
+//! repeated failing call, a search sent again and a context overflow.
 
 use crate::common::*;
 use agentgraph_agents::models::openai::OpenAiModel;
@@ -313,6 +313,63 @@ async fn the_recorded_repeat_of_a_failing_call_is_answered_as_a_repeat() {
     assert!(events
         .iter()
         .any(|e| e["status"] == "error" && e["repeats"] == 2));
+}
+
+/// `search_nodes` as a pure tool that counts its runs.
+struct CountingSearch(std::sync::atomic::AtomicUsize);
+
+#[async_trait]
+impl Tool for CountingSearch {
+    fn name(&self) -> &str {
+        "search_nodes"
+    }
+    fn description(&self) -> &str {
+        "Search node types."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "required": ["queries"]})
+    }
+    fn pure(&self) -> bool {
+        true
+    }
+    async fn call(&self, _args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Ok(ToolOutput::text("Found 3 nodes"))
+    }
+}
+
+#[tokio::test]
+async fn the_recorded_search_sent_again_after_another_call_is_not_run_twice() {
+    let server = serve_recorded("repeat_search.sse").await;
+    let req = request("repeat_search");
+    let (system, messages) = conversation(&req);
+    // The conversation: add_trigger, this search (it succeeded), add_nodes, the context.
+    let earlier = messages
+        .iter()
+        .find(|m| m["tool_calls"][0]["name"] == "search_nodes")
+        .map(|m| m["tool_calls"][0]["args"].clone())
+        .expect("an earlier search");
+    let agent = LlmNode::new(model(&server))
+        .system(system)
+        .tools(specs(&req));
+    let search = Arc::new(CountingSearch(Default::default()));
+    let tools = ToolExecutorNode::new([search.clone() as Arc<dyn Tool>]);
+    let (out, _) = run(&graph(agent, Some(tools)), messages).await;
+    let out = out.expect("run");
+    let messages = out.values["messages"].as_array().expect("messages");
+    let ai = &messages[messages.len() - 2];
+    // The model sent the search it had made two calls before, unchanged.
+    assert_eq!(ai["tool_calls"][0]["name"], "search_nodes");
+    assert_eq!(ai["tool_calls"][0]["args"], earlier);
+    let answer = &messages[messages.len() - 1];
+    assert_eq!(answer["status"], "error");
+    assert_eq!(answer["content"]["error"]["code"], "REPEATED_CALL");
+    let message = answer["content"]["error"]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains("earlier in this conversation"),
+        "{message}"
+    );
+    assert_eq!(search.0.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 
 #[tokio::test]

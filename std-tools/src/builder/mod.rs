@@ -27,7 +27,7 @@ pub use best_practices::{
 };
 pub use discovery::{
     discovery_brief, looks_like_full_type, validate as validate_discovery,
-    ConnectionChangingParameter, DiscoveredNode, DiscoveryResults, NodeTypeChecker,
+    ConnectionChangingParameter, DiscoveredNode, DiscoveryResults, NodeTypeChecker, SubNodeChecker,
     SubmitDiscoveryResults, DEFAULT_COORDINATION_LOG_CHANNEL, DEFAULT_DISCOVERY_CHANNEL,
 };
 pub use update_parameters::{
@@ -49,7 +49,8 @@ pub const CATALOGUE_SHAPED_TOOLS: &[&str] = &["add_trigger"];
 
 /// The workflow-builder tools over `catalogue`: search_nodes, get_node_details, add_nodes,
 /// add_trigger (its types from the catalogue), connect_nodes, remove_node, remove_connection, get_node_parameter, get_best_practices and
-/// submit_discovery_results (its node types checked against the catalogue).
+/// submit_discovery_results (its node types checked against the catalogue, a list of AI
+/// sub-nodes alone refused).
 pub fn workflow_tools(
     catalogue: std::sync::Arc<crate::catalogue::Catalogue>,
 ) -> Vec<std::sync::Arc<dyn agentgraph_agents::tools::Tool>> {
@@ -65,6 +66,6 @@ pub fn workflow_tools(
         Arc::new(RemoveConnection::new(catalogue.clone())),
         Arc::new(GetNodeParameter::new(catalogue)),
         Arc::new(GetBestPractices::new()),
-        Arc::new(SubmitDiscoveryResults::new().with_type_checker(move |t| checker.contains(t))),
+        Arc::new(SubmitDiscoveryResults::new().with_catalogue(checker)),
     ]
 }

@@ -305,6 +305,11 @@ impl Tool for GetNodeDetails {
         })
     }
 
+    /// The catalogue alone answers: a repeated call is answered from the conversation.
+    fn pure(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         Ok(ToolOutput::text(self.run(&args)?))
     }

@@ -315,12 +315,14 @@ impl Tool for SearchNodes {
     }
 
     fn description(&self) -> &str {
+        // No list of connection types here: a small model copied such a list, type by type, into
+        // eight `name` queries (recorded); `connectionType`'s own description gives one example.
         "Search the available n8n node types. Several queries per call: `name` queries match \
          type names, display names, aliases and descriptions (e.g. \"http\", \"gmail\", \
-         \"schedule\"); `subNodeSearch` queries find AI sub-nodes that output a connection type \
-         (ai_languageModel, ai_tool, ai_memory, ai_embedding, ai_document, ai_textSplitter, \
-         ai_vectorStore, ai_outputParser …), filtered by `query` (`\"\"` for all). Returns up to 5 \
-         nodes per query with their full type name, version, description, inputs and outputs."
+         \"schedule\"); `subNodeSearch` queries find the AI sub-nodes (chat models, memories, \
+         tools) that plug into an AI node, by the connection type they output, filtered by \
+         `query` (`\"\"` for all). Returns up to 5 nodes per query with their full type name, \
+         version, description, inputs and outputs."
     }
 
     fn input_schema(&self) -> Value {
@@ -347,6 +349,11 @@ impl Tool for SearchNodes {
             },
             "required": ["queries"]
         })
+    }
+
+    /// The catalogue alone answers: a repeated call is answered from the conversation.
+    fn pure(&self) -> bool {
+        true
     }
 
     async fn call(&self, args: Value, _ctx: &ToolContext) -> Result<ToolOutput, ToolError> {

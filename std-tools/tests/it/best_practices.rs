@@ -534,6 +534,54 @@ async fn type_checker_hook_rejects_unknown_types() {
     assert!(format!("{tool:?}").contains("checker: true"));
 }
 
+#[tokio::test]
+async fn with_a_catalogue_a_list_of_sub_nodes_alone_is_refused() {
+    let catalogue = Arc::new(
+        agentgraph_std_tools::catalogue::Catalogue::builtin().expect("built-in catalogue"),
+    );
+    let tool = SubmitDiscoveryResults::new().with_catalogue(catalogue);
+    let loader = "@n8n/n8n-nodes-langchain.documentDefaultDataLoader";
+    let model = "@n8n/n8n-nodes-langchain.lmChatOpenAi";
+    let e = call(
+        &tool,
+        json!({"nodes": [node(loader, json!(1.1)), node(model, json!(1))]}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, "NO_MAIN_NODES", "{e}");
+    assert!(
+        e.message.contains(loader) && e.message.contains(model),
+        "{e}"
+    );
+    // With a main-flow node beside them, or a trigger alone, the list stands.
+    for nodes in [
+        json!([
+            node(loader, json!(1.1)),
+            node("n8n-nodes-base.httpRequest", json!(4.2))
+        ]),
+        json!([node("n8n-nodes-base.webhook", json!(2))]),
+    ] {
+        call(&tool, json!({ "nodes": nodes }))
+            .await
+            .expect("accepted");
+    }
+    // A sub-node listed with the parameters that change its ports may become a main node.
+    let store = json!({"nodeName": "@n8n/n8n-nodes-langchain.vectorStoreInMemory",
+        "version": 1, "reasoning": "r",
+        "connectionChangingParameters": [{"name": "mode", "possibleValues": ["insert"]}]});
+    call(&tool, json!({ "nodes": [store] }))
+        .await
+        .expect("accepted");
+    // Unknown types are still refused by name.
+    let e = call(
+        &tool,
+        json!({"nodes": [node("n8n-nodes-base.nope", json!(1))]}),
+    )
+    .await
+    .unwrap_err();
+    assert_eq!(e.code, "UNKNOWN_NODE_TYPE");
+}
+
 #[test]
 fn full_type_shapes() {
     for ok in [

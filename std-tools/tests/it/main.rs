@@ -8,7 +8,7 @@ mod catalogue;
 mod general_tools;
 mod operations;
 mod recorded_batch;
-mod recorded_cut_call;
+mod recorded_discovery;
 mod recorded_gmail_tool;
 mod recorded_model_step;
 mod recorded_names;

@@ -55,6 +55,10 @@ use std::sync::Arc;
 ///   (the original `{code, message}`). With [`ToolExecutorNode::repeats_channel`] the longest
 ///   run of identical failures among the batch's calls (0 when none failed) is written to that
 ///   `int` channel, for graphs that stop a phase.
+/// * A call of a [`Tool::pure`] tool with the name and arguments of a call that already
+///   succeeded earlier in the conversation is not run: it is answered `REPEATED_CALL`,
+///   pointing at the result above. So is every call of an answer that repeats the previous
+///   answer exactly, when those calls succeeded.
 /// * A tool that asks a human (`ctx.interrupt(..)?` inside the tool) interrupts the node with
 ///   the interrupts of every such call; on resume all calls run again. Each call sees a task id
 ///   derived from the node's task id and the call id, so interrupt ids stay stable although
@@ -436,7 +440,16 @@ impl ToolExecutorNode {
         let plan = if repeats::repeats_previous_answer(history, &calls) {
             vec![Some(repeats::repeated_answer()); calls.len()]
         } else {
-            batch::plan(&calls, self.max_batch)
+            let mut plan = batch::plan(&calls, self.max_batch);
+            for (c, slot) in calls.iter().zip(plan.iter_mut()) {
+                let name = c.get("name").and_then(Value::as_str).unwrap_or("");
+                let args = c.get("args").unwrap_or(&Value::Null);
+                let pure = self.tools.get(name).is_some_and(|t| t.pure());
+                if slot.is_none() && pure && repeats::succeeded_before(history, name, args) {
+                    *slot = Some(repeats::answered_before(name));
+                }
+            }
+            plan
         };
         let mut results = futures::future::join_all(calls.iter().enumerate().map(|(i, c)| {
             let none = none.clone();

@@ -154,6 +154,41 @@ pub(super) fn repeats_previous_answer(history: &[Value], calls: &[Value]) -> boo
     false
 }
 
+/// Whether `name(args)` was called before in `history` and succeeded (its tool message is
+/// there and is not an error): the result is in the conversation already.
+pub(super) fn succeeded_before(history: &[Value], name: &str, args: &Value) -> bool {
+    let ids: Vec<&str> = history
+        .iter()
+        .filter(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
+        .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
+        .flatten()
+        .filter(|c| {
+            c.get("name").and_then(Value::as_str) == Some(name)
+                && c.get("args").unwrap_or(&Value::Null) == args
+        })
+        .filter_map(|c| c.get("id").and_then(Value::as_str))
+        .collect();
+    history.iter().any(|m| {
+        m.get("type").and_then(Value::as_str) == Some("tool")
+            && m.get("tool_call_id")
+                .and_then(Value::as_str)
+                .is_some_and(|id| ids.contains(&id))
+            && attempt_error(m).is_none()
+    })
+}
+
+/// The error answering a call of a pure tool that already succeeded with the same arguments.
+pub(super) fn answered_before(name: &str) -> ToolError {
+    ToolError::new(
+        REPEATED_CALL,
+        format!(
+            "not run: `{name}` was called with these same arguments earlier in this \
+             conversation and succeeded; its result is above and would be the same. Use it and \
+             take the next step (another tool, other arguments), or finish and answer."
+        ),
+    )
+}
+
 /// The error answering each call of an answer that repeats the previous one.
 pub(super) fn repeated_answer() -> ToolError {
     ToolError::new(
@@ -222,6 +257,29 @@ mod tests {
         // A refused copy with nothing that ran before it is not.
         let refused_only = alternating[2..].to_vec();
         assert!(!repeats_previous_answer(&refused_only, &calls("3", args)));
+    }
+
+    #[test]
+    fn a_call_that_succeeded_anywhere_before_is_recognised_by_name_and_arguments() {
+        let ok = |id: &str| json!({"type": "tool", "tool_call_id": id, "content": "results"});
+        let args = json!({"a": "X"});
+        let history = vec![
+            json!({"type": "human", "content": "build"}),
+            ai("1", args.clone()),
+            ok("1"),
+            ai("2", json!({"a": "Y"})),
+            failed("2", "NODE_NOT_FOUND"),
+            json!({"type": "human", "content": "go on"}),
+        ];
+        // Other calls and messages in between do not matter.
+        assert!(succeeded_before(&history, "connect", &args));
+        // Another tool, other arguments, a call that failed: not answered before.
+        assert!(!succeeded_before(&history, "search", &args));
+        assert!(!succeeded_before(&history, "connect", &json!({"a": "Z"})));
+        assert!(!succeeded_before(&history, "connect", &json!({"a": "Y"})));
+        // A call with no tool message yet (cut history) does not count.
+        assert!(!succeeded_before(&history[..2], "connect", &args));
+        assert!(answered_before("connect").message.contains("`connect`"));
     }
 
     #[test]

@@ -33,9 +33,10 @@ mod validate;
 
 pub use brief::discovery_brief;
 pub use results::{ConnectionChangingParameter, DiscoveredNode, DiscoveryResults};
-pub use validate::{looks_like_full_type, validate};
+pub use validate::{looks_like_full_type, require_main_node, validate};
 
 use super::best_practices;
+use crate::catalogue::Catalogue;
 use agentgraph_agents::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -52,6 +53,10 @@ pub const MAX_NODES: usize = 100;
 /// Decides whether a full node type (`n8n-nodes-base.httpRequest`) exists, e.g. in a
 /// catalogue.
 pub type NodeTypeChecker = Arc<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// For a full node type at a version: its output kinds (`ai_document`) when it is an AI
+/// sub-node, `None` when it is not (or is unknown).
+pub type SubNodeChecker = Arc<dyn Fn(&str, f64) -> Option<String> + Send + Sync>;
 
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
@@ -71,6 +76,7 @@ pub struct SubmitDiscoveryResults {
     channel: String,
     log_channel: String,
     checker: Option<NodeTypeChecker>,
+    sub_node: Option<SubNodeChecker>,
 }
 
 impl fmt::Debug for SubmitDiscoveryResults {
@@ -79,6 +85,7 @@ impl fmt::Debug for SubmitDiscoveryResults {
             .field("channel", &self.channel)
             .field("log_channel", &self.log_channel)
             .field("checker", &self.checker.is_some())
+            .field("sub_node", &self.sub_node.is_some())
             .finish()
     }
 }
@@ -96,6 +103,7 @@ impl SubmitDiscoveryResults {
             channel: DEFAULT_DISCOVERY_CHANNEL.into(),
             log_channel: DEFAULT_COORDINATION_LOG_CHANNEL.into(),
             checker: None,
+            sub_node: None,
         }
     }
 
@@ -119,6 +127,18 @@ impl SubmitDiscoveryResults {
     ) -> Self {
         self.checker = Some(Arc::new(checker));
         self
+    }
+
+    /// Checks the submission against `catalogue`: unknown types (`UNKNOWN_NODE_TYPE`) and a
+    /// list of AI sub-nodes only (`NO_MAIN_NODES`, see [`require_main_node`]).
+    pub fn with_catalogue(self, catalogue: Arc<Catalogue>) -> Self {
+        let known = catalogue.clone();
+        let mut tool = self.with_type_checker(move |t| known.contains(t));
+        tool.sub_node = Some(Arc::new(move |t: &str, version: f64| {
+            let ports = catalogue.ports(t, Some(version), &json!({}))?.ok()?;
+            crate::builder::state::is_sub_node(&ports).then(|| ports.output_kinds().join(", "))
+        }));
+        tool
     }
 
     fn setting<'a>(ctx: &'a ToolContext, key: &str, default: &'a str) -> &'a str {
@@ -204,6 +224,9 @@ impl Tool for SubmitDiscoveryResults {
 
     async fn call(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let results = validate(&args, self.checker.as_ref())?;
+        if let Some(sub_node) = &self.sub_node {
+            require_main_node(&results, sub_node)?;
+        }
         let channel = Self::setting(ctx, "channel", &self.channel);
         let log_channel = Self::setting(ctx, "log_channel", &self.log_channel);
         Ok(ToolOutput::text(results.confirmation())

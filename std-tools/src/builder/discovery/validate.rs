@@ -3,7 +3,7 @@
 //! the summary.
 
 use super::results::{ConnectionChangingParameter, DiscoveredNode, DiscoveryResults};
-use super::{NodeTypeChecker, MAX_NODES};
+use super::{NodeTypeChecker, SubNodeChecker, MAX_NODES};
 use crate::builder::best_practices;
 use agentgraph_agents::tools::ToolError;
 use serde_json::Value;
@@ -32,7 +32,8 @@ fn err(code: &str, message: String) -> ToolError {
 /// Validates `submit_discovery_results` arguments. `checker`, when given, must accept every
 /// node type. A type listed again at the same version is kept once. Errors: `INVALID_INPUT`, `NO_NODES`, `TOO_MANY_NODES`, `INVALID_NODE_TYPE`,
 /// `UNKNOWN_NODE_TYPE`, `DUPLICATE_NODE`, `INVALID_VERSION`, `MISSING_REASONING`,
-/// `INVALID_PARAMETER`, `UNKNOWN_TECHNIQUE`.
+/// `INVALID_PARAMETER`, `UNKNOWN_TECHNIQUE` (and, with a catalogue, `NO_MAIN_NODES` from
+/// [`require_main_node`]).
 pub fn validate(
     args: &Value,
     checker: Option<&NodeTypeChecker>,
@@ -237,6 +238,37 @@ pub fn validate(
         summary,
         repeated,
     })
+}
+
+/// Refuses a submission whose every node is an AI sub-node (`NO_MAIN_NODES`): sub-nodes plug
+/// into another node and make no workflow alone (a small model submitted the Default Data
+/// Loader alone for a webhook that sorts orders). `sub_node` names a type's outputs when the
+/// type, at the submitted version, is a sub-node; a node listing connection-changing
+/// parameters counts as a possible main node (a vector store's `mode` gives it a main output).
+pub fn require_main_node(
+    results: &DiscoveryResults,
+    sub_node: &SubNodeChecker,
+) -> Result<(), ToolError> {
+    let mut subs = Vec::new();
+    for n in &results.nodes_found {
+        if !n.connection_changing_parameters.is_empty() {
+            return Ok(());
+        }
+        match sub_node(&n.node_name, n.version) {
+            Some(outputs) => subs.push(format!("`{}` (outputs {outputs})", n.node_name)),
+            None => return Ok(()),
+        }
+    }
+    Err(err(
+        "NO_MAIN_NODES",
+        format!(
+            "every node listed is an AI sub-node: {}. A sub-node only plugs into another node \
+             (an AI Agent, a chain, a vector store) and cannot make a workflow alone. Search \
+             for the trigger and the nodes that do the work the user asked for (search_nodes), \
+             then submit them together with the sub-nodes they need.",
+            subs.join(", ")
+        ),
+    ))
 }
 
 fn parse_node(i: usize, raw: &Value) -> Result<DiscoveredNode, ToolError> {

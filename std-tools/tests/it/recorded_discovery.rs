@@ -1,7 +1,10 @@
-//! A real discovery answer the output limit cut (`tests/fixtures/recorded/discovery_cut.sse`):
-//! the small local model's `submit_discovery_results` repeated three items until `max_tokens`.
-//! Replayed through an `llm` node that closes cut calls, the items before the cut are submitted
-//! and the tool answers them; without the option the node asks the model again.
+//! Real discovery answers of the small local model (`tests/fixtures/recorded/`), replayed
+//! through an `llm` node and the `submit_discovery_results` tool:
+//! - `discovery_cut.sse`: the call repeated three items until `max_tokens`. With
+//!   `close_cut_calls` the items before the cut are submitted and the tool answers them;
+//!   without the option the node asks the model again.
+//! - `discovery_sub_node_only.sse`: the Default Data Loader submitted as the only node of a
+//!   webhook that sorts orders; over a catalogue the tool refuses it (`NO_MAIN_NODES`).
 
 use agentgraph_agents::models::openai::OpenAiModel;
 use agentgraph_agents::nodes::{LlmNode, ToolExecutorNode};
@@ -22,25 +25,28 @@ fn fixture(name: &str) -> String {
         .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
 
-/// Replays the recorded cut answer (and nothing after it) through `llm` → `tool_executor`
-/// with the discovery tool over the built-in catalogue; the run's result and its custom events.
-async fn replay(close: bool) -> (Result<RunOutput, RunError>, Vec<Value>) {
+/// Replays the recorded answer `name` (and nothing after it) through `llm` → `tool_executor`
+/// with `tool`; the run's result and its custom events.
+async fn replay(
+    name: &str,
+    tool: SubmitDiscoveryResults,
+    close: bool,
+) -> (Result<RunOutput, RunError>, Vec<Value>) {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))
         .respond_with(
             ResponseTemplate::new(200)
-                .set_body_raw(fixture("discovery_cut.sse"), "text/event-stream"),
+                .set_body_raw(fixture(&format!("{name}.sse")), "text/event-stream"),
         )
         .up_to_n_times(1)
         .mount(&server)
         .await;
-    let catalogue = Arc::new(Catalogue::builtin().expect("built-in catalogue"));
-    let tool = SubmitDiscoveryResults::new().with_type_checker(move |t| catalogue.contains(t));
     let model = OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
         .expect("client")
         .with_base_url(format!("{}/v1", server.uri()));
-    let req: Value = serde_json::from_str(&fixture("discovery_cut.request.json")).expect("request");
+    let req: Value =
+        serde_json::from_str(&fixture(&format!("{name}.request.json"))).expect("request");
     let agent = LlmNode::new(Arc::new(model))
         .system(req["messages"][0]["content"].as_str().unwrap_or(""))
         .tools(vec![tool.spec()])
@@ -62,9 +68,19 @@ async fn replay(close: bool) -> (Result<RunOutput, RunError>, Vec<Value>) {
     run_with_custom_events(&g, input, "t").await
 }
 
+fn builtin() -> Arc<Catalogue> {
+    Arc::new(Catalogue::builtin().expect("built-in catalogue"))
+}
+
+/// The tool checking types against the built-in catalogue, as the cut-call tests had it.
+fn checked_tool() -> SubmitDiscoveryResults {
+    let catalogue = builtin();
+    SubmitDiscoveryResults::new().with_type_checker(move |t| catalogue.contains(t))
+}
+
 #[tokio::test]
 async fn a_discovery_list_cut_by_the_limit_is_submitted_without_its_unfinished_item() {
-    let (out, events) = replay(true).await;
+    let (out, events) = replay("discovery_cut", checked_tool(), true).await;
     let out = out.expect("run");
     let messages = out.values["messages"].as_array().expect("messages");
     let ai = &messages[1];
@@ -104,10 +120,46 @@ async fn a_discovery_list_cut_by_the_limit_is_submitted_without_its_unfinished_i
 #[tokio::test]
 async fn without_the_option_the_cut_call_is_asked_for_again() {
     // The server has no second answer: the retry the node makes fails the run.
-    let (out, events) = replay(false).await;
+    let (out, events) = replay("discovery_cut", checked_tool(), false).await;
     assert!(out.is_err(), "{out:?}");
     assert!(
         events.iter().any(|e| e["recovery"] == "output_truncated"),
         "{events:?}"
     );
+}
+
+#[tokio::test]
+async fn a_recorded_list_of_one_sub_node_is_refused_with_the_catalogue() {
+    let tool = SubmitDiscoveryResults::new().with_catalogue(builtin());
+    let (out, _) = replay("discovery_sub_node_only", tool, true).await;
+    let out = out.expect("run");
+    let messages = out.values["messages"].as_array().expect("messages");
+    let calls = messages[1]["tool_calls"].as_array().expect("one call");
+    let nodes = calls[0]["args"]["nodes"].as_array().expect("nodes");
+    // The recording: the Default Data Loader alone, for a webhook that sorts orders.
+    assert_eq!(nodes.len(), 1);
+    assert_eq!(
+        nodes[0]["nodeName"],
+        "@n8n/n8n-nodes-langchain.documentDefaultDataLoader"
+    );
+    let result = &messages[2];
+    assert_eq!(result["status"], "error", "{result}");
+    assert_eq!(
+        result["content"]["error"]["code"], "NO_MAIN_NODES",
+        "{result}"
+    );
+    let text = result["content"]["error"]["message"].as_str().unwrap_or("");
+    assert!(text.contains("documentDefaultDataLoader"), "{text}");
+    assert!(text.contains("ai_document"), "{text}");
+    // Nothing reaches the builder.
+    assert!(out
+        .values
+        .get("discovery_context")
+        .map_or(true, Value::is_null));
+
+    // Checking the types alone (no ports), the same list is accepted.
+    let (out, _) = replay("discovery_sub_node_only", checked_tool(), true).await;
+    let out = out.expect("run");
+    let result = &out.values["messages"][2];
+    assert_ne!(result["status"], "error", "{result}");
 }
