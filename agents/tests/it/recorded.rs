@@ -369,6 +369,15 @@ async fn the_recorded_search_sent_again_after_another_call_is_not_run_twice() {
         message.contains("earlier in this conversation"),
         "{message}"
     );
+    // It quotes the start of the earlier result (the recorded tool message).
+    let earlier_result = messages
+        .iter()
+        .filter(|m| m["type"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .find(|c| c.starts_with("Found"))
+        .expect("the earlier result");
+    let start: String = earlier_result.chars().take(60).collect();
+    assert!(message.contains(&start), "{message}");
     assert_eq!(search.0.load(std::sync::atomic::Ordering::SeqCst), 0);
 }
 

@@ -445,8 +445,10 @@ impl ToolExecutorNode {
                 let name = c.get("name").and_then(Value::as_str).unwrap_or("");
                 let args = c.get("args").unwrap_or(&Value::Null);
                 let pure = self.tools.get(name).is_some_and(|t| t.pure());
-                if slot.is_none() && pure && repeats::succeeded_before(history, name, args) {
-                    *slot = Some(repeats::answered_before(name));
+                if slot.is_none() && pure {
+                    if let Some(result) = repeats::earlier_success(history, name, args) {
+                        *slot = Some(repeats::answered_before(name, &result));
+                    }
                 }
             }
             plan

@@ -154,9 +154,10 @@ pub(super) fn repeats_previous_answer(history: &[Value], calls: &[Value]) -> boo
     false
 }
 
-/// Whether `name(args)` was called before in `history` and succeeded (its tool message is
-/// there and is not an error): the result is in the conversation already.
-pub(super) fn succeeded_before(history: &[Value], name: &str, args: &Value) -> bool {
+/// The result of an earlier call `name(args)` in `history` that succeeded (its tool message is
+/// there and is not an error), as text: the result is in the conversation already. `None`
+/// when there is none.
+pub(super) fn earlier_success(history: &[Value], name: &str, args: &Value) -> Option<String> {
     let ids: Vec<&str> = history
         .iter()
         .filter(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
@@ -168,23 +169,41 @@ pub(super) fn succeeded_before(history: &[Value], name: &str, args: &Value) -> b
         })
         .filter_map(|c| c.get("id").and_then(Value::as_str))
         .collect();
-    history.iter().any(|m| {
+    let result = history.iter().find(|m| {
         m.get("type").and_then(Value::as_str) == Some("tool")
             && m.get("tool_call_id")
                 .and_then(Value::as_str)
                 .is_some_and(|id| ids.contains(&id))
             && attempt_error(m).is_none()
+    })?;
+    Some(match result.get("content") {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
     })
 }
 
-/// The error answering a call of a pure tool that already succeeded with the same arguments.
-pub(super) fn answered_before(name: &str) -> ToolError {
+/// How much of the earlier result a repeat's answer quotes.
+const EXCERPT_CHARS: usize = 400;
+
+/// The error answering a call of a pure tool that already succeeded with the same arguments;
+/// it quotes the start of that earlier `result`, so a model that lost it in a long
+/// conversation has the gist without the whole result again.
+pub(super) fn answered_before(name: &str, result: &str) -> ToolError {
+    let result = result.trim();
+    let excerpt: String = result.chars().take(EXCERPT_CHARS).collect();
+    let more = if excerpt.len() < result.len() {
+        " …"
+    } else {
+        ""
+    };
     ToolError::new(
         REPEATED_CALL,
         format!(
             "not run: `{name}` was called with these same arguments earlier in this \
-             conversation and succeeded; its result is above and would be the same. Use it and \
-             take the next step (another tool, other arguments), or finish and answer."
+             conversation and succeeded; its result is above and would be the same. It began: \
+             \"{excerpt}{more}\". Use it and take the next step (another tool, other \
+             arguments), or finish and answer."
         ),
     )
 }
@@ -272,14 +291,29 @@ mod tests {
             json!({"type": "human", "content": "go on"}),
         ];
         // Other calls and messages in between do not matter.
-        assert!(succeeded_before(&history, "connect", &args));
+        assert_eq!(
+            earlier_success(&history, "connect", &args).as_deref(),
+            Some("results")
+        );
         // Another tool, other arguments, a call that failed: not answered before.
-        assert!(!succeeded_before(&history, "search", &args));
-        assert!(!succeeded_before(&history, "connect", &json!({"a": "Z"})));
-        assert!(!succeeded_before(&history, "connect", &json!({"a": "Y"})));
+        assert_eq!(earlier_success(&history, "search", &args), None);
+        assert_eq!(
+            earlier_success(&history, "connect", &json!({"a": "Z"})),
+            None
+        );
+        assert_eq!(
+            earlier_success(&history, "connect", &json!({"a": "Y"})),
+            None
+        );
         // A call with no tool message yet (cut history) does not count.
-        assert!(!succeeded_before(&history[..2], "connect", &args));
-        assert!(answered_before("connect").message.contains("`connect`"));
+        assert_eq!(earlier_success(&history[..2], "connect", &args), None);
+        // The answer quotes the start of the earlier result.
+        let long = "Found 3 nodes: ".to_string() + &"x".repeat(1000);
+        let e = answered_before("connect", &long);
+        assert!(e.message.contains("`connect`"), "{e}");
+        assert!(e.message.contains("It began: \"Found 3 nodes: xxx"), "{e}");
+        assert!(e.message.contains(" …\""), "{e}");
+        assert!(e.message.len() < 800, "{e}");
     }
 
     #[test]
