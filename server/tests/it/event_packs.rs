@@ -203,7 +203,7 @@ async fn reopen(log: Log, home: Home, dir: &Path, limits: EventLimits, threads: 
 }
 
 /// The keys under which `thread`'s events are stored in tree `server` of the sled database in
-/// `dir`, once closed (its log merged into sled), in key order (module docs of `events.rs`: `E thread 0 seq` for one event, `E thread 0 first last`
+/// `dir`, once closed (its log merged into sled), in key order (module docs of `events/mod.rs`: `E thread 0 seq` for one event, `E thread 0 first last`
 /// for a pack): `(seq, None)` or `(first, Some(last))`.
 fn stored_keys(dir: &Path, thread: &str) -> Vec<(u64, Option<u64>)> {
     let compressed = agentgraph_runtime::checkpoint::sled_folder_compression(dir).unwrap_or(false);
