@@ -319,6 +319,58 @@ async fn a_build_left_with_only_its_trigger_sends_the_builder_back_once() {
 }
 
 #[tokio::test]
+async fn an_unfinished_build_sends_the_builder_back_once_with_the_structure_problems() {
+    if catalogue().is_none() {
+        return;
+    }
+    // The builder adds a schedule and a Basic LLM Chain, validates (the chain has no chat
+    // model: invalid) and gives up after its reminders. The check finds the structure's
+    // problem and sends the builder back once, naming it; the second run adds the model.
+    let (out, state) = fixture_turn(
+        "builder-unfinished",
+        "multi",
+        "Every Monday, write me a digest with AI",
+        "unfinished",
+    )
+    .await;
+    let log = state["coordination_log"].as_array().unwrap().clone();
+    let retries: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["phase"] == "check" && e["status"] == "retry")
+        .collect();
+    assert_eq!(retries.len(), 1, "{log:?}");
+    let summary = retries[0]["summary"].as_str().unwrap_or("");
+    assert!(
+        summary.starts_with("the structure check found: "),
+        "{summary}"
+    );
+    assert!(summary.contains("Write Digest"), "{summary}");
+    assert!(summary.contains("ai_languageModel"), "{summary}");
+    let wf = &out.values["workflow"];
+    let names: Vec<&str> = wf["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["name"].as_str())
+        .collect();
+    assert_eq!(names, ["Every Monday", "Write Digest", "Chat Model"]);
+    assert_eq!(
+        wf["connections"]["Chat Model"]["ai_languageModel"][0][0]["node"],
+        "Write Digest"
+    );
+    let answer = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        answer["content"],
+        "(test) Every Monday, Write Digest runs with its Chat Model."
+    );
+}
+
+#[tokio::test]
 async fn a_message_the_naming_call_calls_a_question_is_answered_not_built() {
     if catalogue().is_none() {
         return;
