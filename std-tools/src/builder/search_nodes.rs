@@ -315,14 +315,15 @@ impl Tool for SearchNodes {
     }
 
     fn description(&self) -> &str {
-        // No list of connection types here: a small model copied such a list, type by type, into
-        // eight `name` queries (recorded); `connectionType`'s own description gives one example.
-        "Search the available n8n node types. Several queries per call: `name` queries match \
-         type names, display names, aliases and descriptions (e.g. \"http\", \"gmail\", \
-         \"schedule\"); `subNodeSearch` queries find the AI sub-nodes (chat models, memories, \
-         tools) that plug into an AI node, by the connection type they output, filtered by \
-         `query` (`\"\"` for all). Returns up to 5 nodes per query with their full type name, \
-         version, description, inputs and outputs."
+        // No list of kinds or connection types here: a small model copied such lists, item by
+        // item, into `name` queries (`ai_agent`, `ai_tool`, … from a list of connection types;
+        // `chat_model`, `memory`, `tool` from "chat models, memories, tools"), both recorded.
+        "Search the available n8n node types. Several queries per call: `name` queries (a \
+         service or a task in a word or two) match type names, display names, aliases and \
+         descriptions; `subNodeSearch` queries find the \
+         sub-nodes that plug into an AI node, by the connection type they output \
+         (`connectionType`), filtered by `query` (`\"\"` for all). Returns up to 5 nodes per \
+         query with their full type name, version, description, inputs and outputs."
     }
 
     fn input_schema(&self) -> Value {
