@@ -317,13 +317,14 @@ impl Tool for SearchNodes {
     fn description(&self) -> &str {
         // No list of kinds or connection types here: a small model copied such lists, item by
         // item, into `name` queries (`ai_agent`, `ai_tool`, … from a list of connection types;
-        // `chat_model`, `memory`, `tool` from "chat models, memories, tools"), both recorded.
-        "Search the available n8n node types. Several queries per call: `name` queries (a \
-         service or a task in a word or two) match type names, display names, aliases and \
-         descriptions; `subNodeSearch` queries find the \
-         sub-nodes that plug into an AI node, by the connection type they output \
-         (`connectionType`), filtered by `query` (`\"\"` for all). Returns up to 5 nodes per \
-         query with their full type name, version, description, inputs and outputs."
+        // `chat_model`, `memory`, `tool` from "chat models, memories, tools"; `service` from "a
+        // service or a task"), each recorded. Real node names as examples were not copied.
+        "Search the available n8n node types. Several queries per call: `name` queries match \
+         type names, display names, aliases and descriptions (e.g. \"http\", \"gmail\", \
+         \"schedule\"); `subNodeSearch` queries find the sub-nodes that plug into an AI node, \
+         by the connection type they output (`connectionType`), filtered by `query` (`\"\"` \
+         for all). Returns up to 5 nodes per query with their full type name, version, \
+         description, inputs and outputs."
     }
 
     fn input_schema(&self) -> Value {
