@@ -266,6 +266,31 @@ async fn discovery_without_results_is_reminded_then_explained_and_the_log_is_per
     assert_eq!(answer["content"], "(test) Second turn.");
 }
 
+/// A multi-agent turn of `fixture` whose check sends the builder back exactly once: that retry
+/// entry's summary, the final workflow's node names and connections, and the final answer.
+async fn turn_with_one_check_retry(
+    fixture: &str,
+    text: &str,
+) -> (String, Vec<String>, Value, Value) {
+    let (out, state) = fixture_turn(fixture, "multi", text, fixture).await;
+    let log = state["coordination_log"].as_array().unwrap().clone();
+    let retries: Vec<&Value> = log
+        .iter()
+        .filter(|e| e["phase"] == "check" && e["status"] == "retry")
+        .collect();
+    assert_eq!(retries.len(), 1, "{log:?}");
+    let summary = retries[0]["summary"].as_str().unwrap_or("").to_string();
+    let wf = &out.values["workflow"];
+    let names = wf["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|n| n["name"].as_str().map(str::to_string))
+        .collect();
+    let answer = out.values["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    (summary, names, wf["connections"].clone(), answer)
+}
+
 #[tokio::test]
 async fn a_build_left_with_only_its_trigger_sends_the_builder_back_once() {
     if catalogue().is_none() {
@@ -274,48 +299,15 @@ async fn a_build_left_with_only_its_trigger_sends_the_builder_back_once() {
     // The builder adds the trigger, then stops until its reminders run out; the configurator
     // finds nothing to do. The check sees only the trigger and sends the builder back once,
     // with a log entry saying so; the second run adds the step and connects it.
-    let (out, state) = fixture_turn(
-        "builder-only-trigger",
-        "multi",
-        "Every Monday, prepare a report",
-        "only-trigger",
-    )
-    .await;
-    let log = state["coordination_log"].as_array().unwrap().clone();
-    let retries: Vec<&Value> = log
-        .iter()
-        .filter(|e| e["phase"] == "check" && e["status"] == "retry")
-        .collect();
-    assert_eq!(retries.len(), 1, "{log:?}");
-    assert!(
-        retries[0]["summary"]
-            .as_str()
-            .unwrap_or("")
-            .contains("only its trigger"),
-        "{log:?}"
-    );
-    let wf = &out.values["workflow"];
-    let names: Vec<&str> = wf["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|n| n["name"].as_str())
-        .collect();
+    let (summary, names, connections, answer) =
+        turn_with_one_check_retry("builder-only-trigger", "Every Monday, prepare a report").await;
+    assert!(summary.contains("only its trigger"), "{summary}");
     assert_eq!(names, ["Every Monday", "Prepare Report"]);
     assert_eq!(
-        wf["connections"]["Every Monday"]["main"][0][0]["node"],
+        connections["Every Monday"]["main"][0][0]["node"],
         "Prepare Report"
     );
-    let answer = out.values["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
-    assert_eq!(
-        answer["content"],
-        "(test) Every Monday, Prepare Report runs."
-    );
+    assert_eq!(answer, "(test) Every Monday, Prepare Report runs.");
 }
 
 #[tokio::test]
@@ -326,46 +318,24 @@ async fn an_unfinished_build_sends_the_builder_back_once_with_the_structure_prob
     // The builder adds a schedule and a Basic LLM Chain, validates (the chain has no chat
     // model: invalid) and gives up after its reminders. The check finds the structure's
     // problem and sends the builder back once, naming it; the second run adds the model.
-    let (out, state) = fixture_turn(
+    let (summary, names, connections, answer) = turn_with_one_check_retry(
         "builder-unfinished",
-        "multi",
         "Every Monday, write me a digest with AI",
-        "unfinished",
     )
     .await;
-    let log = state["coordination_log"].as_array().unwrap().clone();
-    let retries: Vec<&Value> = log
-        .iter()
-        .filter(|e| e["phase"] == "check" && e["status"] == "retry")
-        .collect();
-    assert_eq!(retries.len(), 1, "{log:?}");
-    let summary = retries[0]["summary"].as_str().unwrap_or("");
     assert!(
         summary.starts_with("the structure check found: "),
         "{summary}"
     );
     assert!(summary.contains("Write Digest"), "{summary}");
     assert!(summary.contains("ai_languageModel"), "{summary}");
-    let wf = &out.values["workflow"];
-    let names: Vec<&str> = wf["nodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|n| n["name"].as_str())
-        .collect();
     assert_eq!(names, ["Every Monday", "Write Digest", "Chat Model"]);
     assert_eq!(
-        wf["connections"]["Chat Model"]["ai_languageModel"][0][0]["node"],
+        connections["Chat Model"]["ai_languageModel"][0][0]["node"],
         "Write Digest"
     );
-    let answer = out.values["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
     assert_eq!(
-        answer["content"],
+        answer,
         "(test) Every Monday, Write Digest runs with its Chat Model."
     );
 }

@@ -20,7 +20,7 @@ use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/recorded");
 
-fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!("{DIR}/{name}"))
         .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
 }
@@ -52,6 +52,23 @@ pub(crate) fn only_tool_message(out: &RunOutput) -> Value {
     results[0].clone()
 }
 
+/// The local model as recorded: a loopback server answering the first chat request with the
+/// recorded stream `sse` (a file of `tests/fixtures/recorded/`), and the OpenAI provider
+/// pointed at it. The server must outlive the model's use.
+pub(crate) async fn recorded_model(sse: &str) -> (MockServer, OpenAiModel) {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_raw(fixture(sse), "text/event-stream"))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    let model = OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
+        .expect("client")
+        .with_base_url(format!("{}/v1", server.uri()));
+    (server, model)
+}
+
 /// Replays the recorded answer `sse` through `llm` → `tool_executor` → `apply_operations` with
 /// `tools`, on a thread whose workflow starts as `workflow` (`null`: none yet).
 pub(crate) async fn replay(
@@ -61,17 +78,8 @@ pub(crate) async fn replay(
     user: &str,
     workflow: Value,
 ) -> RunOutput {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(fixture(sse), "text/event-stream"))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
+    let (_server, model) = recorded_model(sse).await;
     let specs: Vec<ToolSpec> = tools.iter().map(|t| t.spec()).collect();
-    let model = OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
-        .expect("client")
-        .with_base_url(format!("{}/v1", server.uri()));
     let agent = LlmNode::new(Arc::new(model)).system(system).tools(specs);
     let g = GraphBuilder::new("batch")
         .channel(message_list("messages"))

@@ -6,7 +6,7 @@
 //! - `discovery_sub_node_only.sse`: the Default Data Loader submitted as the only node of a
 //!   webhook that sorts orders; over a catalogue the tool refuses it (`NO_MAIN_NODES`).
 
-use agentgraph_agents::models::openai::OpenAiModel;
+use crate::recorded_batch::{fixture, recorded_model};
 use agentgraph_agents::nodes::{LlmNode, ToolExecutorNode};
 use agentgraph_agents::tools::Tool;
 use agentgraph_runtime::*;
@@ -15,15 +15,6 @@ use agentgraph_std_tools::catalogue::Catalogue;
 use agentgraph_test_support::graphs::{memory, message_list, run_with_custom_events};
 use serde_json::{json, Value};
 use std::sync::Arc;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
-
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/recorded");
-
-fn fixture(name: &str) -> String {
-    std::fs::read_to_string(format!("{DIR}/{name}"))
-        .unwrap_or_else(|e| panic!("fixture {name}: {e}"))
-}
 
 /// Replays the recorded answer `name` (and nothing after it) through `llm` → `tool_executor`
 /// with `tool`; the run's result and its custom events.
@@ -32,19 +23,7 @@ async fn replay(
     tool: SubmitDiscoveryResults,
     close: bool,
 ) -> (Result<RunOutput, RunError>, Vec<Value>) {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(
-            ResponseTemplate::new(200)
-                .set_body_raw(fixture(&format!("{name}.sse")), "text/event-stream"),
-        )
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    let model = OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
-        .expect("client")
-        .with_base_url(format!("{}/v1", server.uri()));
+    let (_server, model) = recorded_model(&format!("{name}.sse")).await;
     let req: Value =
         serde_json::from_str(&fixture(&format!("{name}.request.json"))).expect("request");
     let agent = LlmNode::new(Arc::new(model))

@@ -6,35 +6,19 @@
 //! ended with that finding.
 
 use super::{ok, text, update_op};
-use crate::recorded_batch::real_catalogue;
-use agentgraph_agents::models::openai::OpenAiModel;
+use crate::recorded_batch::{real_catalogue, recorded_model};
 use agentgraph_agents::tools::{Tool, ToolContext, ToolOutput};
 use agentgraph_runtime::StateView;
 use agentgraph_std_tools::builder::UpdateNodeParameters;
 use serde_json::{json, Value};
 use std::sync::Arc;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
-
-const DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/recorded");
 
 /// The recorded answer replayed through the real tool and catalogue (skipped without
 /// `$AGENTGRAPH_N8N_CATALOGUE`: the built-in one lacks Send Email, and its abridged
 /// descriptions keep every key), with the Send Email node's parameters `before`.
 async fn replay(before: Value) -> Option<ToolOutput> {
     let tool = UpdateNodeParameters::new(real_catalogue()?);
-    let server = MockServer::start().await;
-    let body = std::fs::read_to_string(format!("{DIR}/unknown_keys_params.sse"))
-        .unwrap_or_else(|e| panic!("fixture: {e}"));
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_raw(body, "text/event-stream"))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    let model = OpenAiModel::new("qwen2.5-coder-1.5b-instruct", Some("local".into()))
-        .expect("client")
-        .with_base_url(format!("{}/v1", server.uri()));
+    let (_server, model) = recorded_model("unknown_keys_params.sse").await;
     // The run's workflow when the call was made (the trigger's long name shortened).
     let wf = json!({"name": "Weather", "nodes": [
         {"id": "4d08959b-df85-4c51-a742-41e0b63b9c90", "name": "Start",
