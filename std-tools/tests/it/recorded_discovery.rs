@@ -134,7 +134,7 @@ async fn a_recorded_list_of_one_sub_node_is_refused_with_the_catalogue() {
     assert!(out
         .values
         .get("discovery_context")
-        .map_or(true, Value::is_null));
+        .is_none_or(Value::is_null));
 
     // Checking the types alone (no ports), the same list is accepted.
     let (out, _) = replay("discovery_sub_node_only", checked_tool(), true).await;
