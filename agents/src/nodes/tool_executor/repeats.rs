@@ -29,23 +29,27 @@ fn attempt_error(tool_message: &Value) -> Option<(String, String)> {
     Some((text("code"), text("message")))
 }
 
+/// The ids of the calls `name(args)` in the AI messages of `history`, oldest first.
+fn call_ids<'a>(history: &'a [Value], name: &str, args: &Value) -> Vec<&'a str> {
+    history
+        .iter()
+        .filter(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
+        .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
+        .flatten()
+        .filter(|c| {
+            c.get("name").and_then(Value::as_str) == Some(name)
+                && c.get("args").unwrap_or(&Value::Null) == args
+        })
+        .filter_map(|c| c.get("id").and_then(Value::as_str))
+        .collect()
+}
+
 /// How many times in a row, counting the attempt that just failed with `error`, the call
 /// `name(args)` has failed with that same error in `history` (the conversation before the
 /// current AI message). Earlier attempts of the same call are read newest first; a success or
 /// another error ends the run. Other calls in between do not.
 pub(super) fn streak(history: &[Value], name: &str, args: &Value, error: &ToolError) -> usize {
-    let mut attempts: Vec<&str> = Vec::new();
-    for m in history {
-        let is_ai = m.get("type").and_then(Value::as_str) == Some("ai");
-        let calls = m.get("tool_calls").and_then(Value::as_array);
-        for c in calls.into_iter().flatten().filter(|_| is_ai) {
-            let same = c.get("name").and_then(Value::as_str) == Some(name)
-                && c.get("args").unwrap_or(&Value::Null) == args;
-            if let (true, Some(id)) = (same, c.get("id").and_then(Value::as_str)) {
-                attempts.push(id);
-            }
-        }
-    }
+    let attempts = call_ids(history, name, args);
     let result_of = |id: &str| {
         history.iter().rev().find(|m| {
             m.get("type").and_then(Value::as_str) == Some("tool")
@@ -158,17 +162,7 @@ pub(super) fn repeats_previous_answer(history: &[Value], calls: &[Value]) -> boo
 /// there and is not an error), as text: the result is in the conversation already. `None`
 /// when there is none.
 pub(super) fn earlier_success(history: &[Value], name: &str, args: &Value) -> Option<String> {
-    let ids: Vec<&str> = history
-        .iter()
-        .filter(|m| m.get("type").and_then(Value::as_str) == Some("ai"))
-        .filter_map(|m| m.get("tool_calls").and_then(Value::as_array))
-        .flatten()
-        .filter(|c| {
-            c.get("name").and_then(Value::as_str) == Some(name)
-                && c.get("args").unwrap_or(&Value::Null) == args
-        })
-        .filter_map(|c| c.get("id").and_then(Value::as_str))
-        .collect();
+    let ids = call_ids(history, name, args);
     let result = history.iter().find(|m| {
         m.get("type").and_then(Value::as_str) == Some("tool")
             && m.get("tool_call_id")
