@@ -256,6 +256,16 @@ impl Tool for LazyTool {
             .and_then(|tools| tools.get(&self.name))
             .is_some_and(|t| t.rerun_after_batch(error))
     }
+
+    // The real tool decides too. Whether a call repeats an earlier success matters only once
+    // a call succeeded, by which time the tools exist; before, nothing is pure.
+    fn pure(&self) -> bool {
+        self.n8n
+            .tools
+            .get()
+            .and_then(|tools| tools.get(&self.name))
+            .is_some_and(|t| t.pure())
+    }
 }
 
 /// A node kind whose factory (over the catalogue) is made when its first node is built.
@@ -390,5 +400,15 @@ mod tests {
         assert!(n8n.catalogue_loaded());
         let text = format!("{out:?}");
         assert!(text.to_lowercase().contains("gmail"), "{text}");
+        // The real tool's answers pass through: the search is pure (a repeat of an earlier
+        // success is answered from the conversation), adding a node is not.
+        assert!(tool.pure());
+        let add = LazyTool {
+            name: "add_nodes".into(),
+            description: String::new(),
+            schema: Some(serde_json::json!({"type": "object"})),
+            n8n: n8n.clone(),
+        };
+        assert!(!add.pure());
     }
 }
