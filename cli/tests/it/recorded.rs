@@ -260,6 +260,44 @@ async fn a_name_that_restates_the_request_is_replaced_by_a_short_one() {
     assert_eq!(naming_request["max_tokens"], 200);
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_build_request_the_naming_call_flagged_as_a_question_is_still_built() {
+    if catalogue_dir().is_none() {
+        return;
+    }
+    // Recorded (`agentgraph eval`, case `weekly-email-summary`, the naming call's schema then
+    // `{name, question: boolean}`): a usable name, and `"question": true` for a build request.
+    // The turn ran as a question, without its forced first calls, and ended with no nodes.
+    // The flag is now `kind` (absent means a build); the recorded answer is a build.
+    let request = "Every Monday, summarize my unread Gmail with AI and email me the summary";
+    let (_, naming) = parse_answer(&answer("naming-question-flag", 1));
+    let flagged: Value = serde_json::from_str(&naming[0].1).unwrap();
+    assert_eq!(flagged["question"], true, "{flagged}");
+    let plan = vec![answer("naming-question-flag", 1), Step::Refuse];
+    let (server, provider) = RecordedProvider::start(plan).await;
+    let (_out, db) = turn_with(
+        shipped("single-agent.ag"),
+        request,
+        server.uri(),
+        &[("OPENAI_NAMED_TOOL_CHOICE", "hint")],
+    )
+    .await;
+    let requests = provider.requests();
+    assert_eq!(requests.len(), 2, "{requests:#?}");
+    // The naming call now asks for `kind`, and the agent's first call must add the trigger.
+    let schema = &requests[0]["tools"][0]["function"]["parameters"];
+    assert_eq!(
+        schema["properties"]["kind"]["enum"],
+        json!(["build", "question"])
+    );
+    assert_eq!(forced_tool(&requests[1]), Some("add_trigger"));
+    let stored = stored_state(&shipped("single-agent.ag"), db.path());
+    assert_eq!(
+        stored["values"]["workflow"]["name"],
+        "Summary of unread Gmail for Monday"
+    );
+}
+
 const DISCOVERY_RULES: &str = "You are the discovery specialist";
 const SUPERVISOR_RULES: &str = "You are the supervisor";
 const CONFIGURATOR_RULES: &str = "You are the configurator specialist";
