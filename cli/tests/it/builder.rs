@@ -345,7 +345,7 @@ async fn a_message_the_naming_call_calls_a_question_is_answered_not_built() {
     if catalogue().is_none() {
         return;
     }
-    // On an empty workflow, `question: true` from the naming call makes the turn a question:
+    // On an empty workflow, `kind: "question"` from the naming call makes the turn a question:
     // the answer ends it (no reminder that nothing was built, no discovery). The scripts hold
     // no answer for a reminder or a phase, so either would fail the run.
     for arch in ["single", "multi"] {
@@ -362,6 +362,54 @@ async fn a_message_the_naming_call_calls_a_question_is_answered_not_built() {
         );
         assert_eq!(out.values["workflow"]["nodes"], json!([]), "{arch}");
     }
+}
+
+#[tokio::test]
+async fn a_build_stopped_for_repeating_a_done_search_shows_the_workflow_it_left() {
+    if catalogue().is_none() {
+        return;
+    }
+    // As a small model did in a measured run: after building (trigger, one node, connected)
+    // it sent the search it had already made five more times. Each repeat is answered
+    // REPEATED_CALL without running (the search is pure); four are followed by "answer the
+    // user now", the fifth ends the turn. The answer says a done step was repeated (not that
+    // a step failed) and, as the workflow passes the structure check, shows it.
+    let (out, state) = fixture_turn(
+        "search-after-building",
+        "single",
+        "Receive orders on a webhook and mark their priority",
+        "repeat-done",
+    )
+    .await;
+    let answer = out.values["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    let text = answer["content"].as_str().unwrap();
+    assert!(
+        text.starts_with(
+            "I stopped because I kept sending the same step again (search_nodes) although it had already been done. The workflow passes the structure check"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("Receive Orders"), "{text}");
+    assert!(text.contains("Mark Priority"), "{text}");
+    assert!(!text.contains("failing"), "{text}");
+    let refused = state["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| {
+            m["type"] == "tool"
+                && m["content"]["error"]["code"] == "REPEATED_CALL"
+                && m["content"]
+                    .to_string()
+                    .contains("earlier in this conversation and succeeded")
+        })
+        .count();
+    assert_eq!(refused, 5, "{:#}", state["messages"]);
 }
 
 #[tokio::test]
