@@ -75,6 +75,15 @@ fn compile(arch: &str, scripts: &Path) -> agentgraph_runtime::CompiledGraph {
     scenario::compile_with(arch, scripts, catalogue().unwrap())
 }
 
+/// The last message of a run's output (the turn's answer).
+fn last_message(out: &agentgraph_runtime::RunOutput) -> Value {
+    out.values["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .cloned()
+        .unwrap_or_else(|| panic!("no messages in {:#}", out.values))
+}
+
 /// One turn of `arch` on the scripted answers of `fixture` (a folder of `cli/tests/fixtures/`),
 /// on thread `thread`: the run's output and the thread's state values after it.
 async fn fixture_turn(
@@ -149,8 +158,7 @@ async fn a_failing_phase_is_explained_by_the_responder() {
         "{log}"
     );
     assert_eq!(state["error"]["node"], "builder");
-    let messages = out.values["messages"].as_array().unwrap();
-    let answer = messages.last().unwrap();
+    let answer = last_message(&out);
     assert_eq!(answer["type"], "ai");
     assert!(answer["content"]
         .as_str()
@@ -237,12 +245,7 @@ async fn discovery_without_results_is_reminded_then_explained_and_the_log_is_per
         "{log}"
     );
     assert_eq!(out.values["workflow"]["nodes"], json!([]));
-    let answer = out.values["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let answer = last_message(&out);
     assert!(answer["content"]
         .as_str()
         .unwrap()
@@ -257,12 +260,7 @@ async fn discovery_without_results_is_reminded_then_explained_and_the_log_is_per
         .expect("second turn");
     let state = g.get_state(thread, None).await.unwrap().unwrap();
     assert_eq!(state.values["coordination_log"], json!([]));
-    let answer = out.values["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let answer = last_message(&out);
     assert_eq!(answer["content"], "(test) Second turn.");
 }
 
@@ -287,7 +285,7 @@ async fn turn_with_one_check_retry(
         .iter()
         .filter_map(|n| n["name"].as_str().map(str::to_string))
         .collect();
-    let answer = out.values["messages"].as_array().unwrap().last().unwrap()["content"].clone();
+    let answer = last_message(&out)["content"].clone();
     (summary, names, wf["connections"].clone(), answer)
 }
 
@@ -350,12 +348,7 @@ async fn a_message_the_naming_call_calls_a_question_is_answered_not_built() {
     // no answer for a reminder or a phase, so either would fail the run.
     for arch in ["single", "multi"] {
         let (out, _) = fixture_turn("naming-question", arch, "What can you do?", arch).await;
-        let answer = out.values["messages"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap()
-            .clone();
+        let answer = last_message(&out);
         assert_eq!(
             answer["content"], "(test) I build n8n workflows from a description.",
             "{arch}"
@@ -381,12 +374,7 @@ async fn a_build_stopped_for_repeating_a_done_search_shows_the_workflow_it_left(
         "repeat-done",
     )
     .await;
-    let answer = out.values["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let answer = last_message(&out);
     let text = answer["content"].as_str().unwrap();
     assert!(
         text.starts_with(
@@ -439,12 +427,7 @@ async fn a_builder_that_never_validates_cleanly_ends_in_error() {
     let summary = builder["summary"].as_str().unwrap();
     assert!(summary.contains("status=\"invalid\""), "{summary}");
     assert!(summary.contains("NO_TRIGGER"), "{summary}");
-    let answer = out.values["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()
-        .clone();
+    let answer = last_message(&out);
     assert!(answer["content"]
         .as_str()
         .unwrap()
