@@ -91,6 +91,7 @@ impl GroupCommit {
             let s = self.inner.lock();
             s.started + 1
         };
+        let mut lingered = false;
         loop {
             let ended = self.inner.ended.notified();
             tokio::pin!(ended);
@@ -109,6 +110,11 @@ impl GroupCommit {
                 }
                 if s.in_flight {
                     None
+                } else if !lingered && deadline.is_none() {
+                    // Before starting a flush, let the tasks already waiting to run go first:
+                    // writers among them apply their batches and share this flush instead of
+                    // each starting the next one. A lone caller finds nothing to wait for.
+                    Some(None)
                 } else if deadline.is_none_or(|d| tokio::time::Instant::now() >= d) {
                     s.in_flight = true;
                     s.started += 1;
@@ -117,12 +123,16 @@ impl GroupCommit {
                     self.start(number);
                     None
                 } else {
-                    deadline
+                    Some(deadline)
                 }
             };
             match waiting {
                 None => ended.await,
-                Some(deadline) => {
+                Some(None) => {
+                    lingered = true;
+                    tokio::task::yield_now().await;
+                }
+                Some(Some(deadline)) => {
                     tokio::select! {
                         () = &mut ended => {}
                         () = tokio::time::sleep_until(deadline) => {}

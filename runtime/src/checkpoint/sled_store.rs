@@ -27,12 +27,12 @@ pub struct SledOptions {
     pub cache_bytes: u64,
     /// When the write-ahead log's batches move into sled.
     pub wal: WalSettings,
-    /// Whether a *new* store compresses sled's pages with zstd. Default on: chain 1000 takes
-    /// 0.82 MB of files with it and 2.56 MB without. Off trades that disk for CPU: sled 0.34
-    /// builds a fresh zstd context for every page it writes, a fifth of the CPU a loaded
-    /// durable server spends on storage (see `docs/benchmarks.md`). sled cannot change this
-    /// setting on an existing folder, so a folder keeps the setting it was created with,
-    /// whatever this says.
+    /// Whether a *new* store compresses its values (zstd, value by value, in the write-ahead
+    /// log's merge: see `wal/codec.rs`). Default on. sled's own page compression is off for
+    /// new stores: sled 0.34 builds a fresh zstd context for every message it logs, which was
+    /// most of the merge's CPU on a loaded server (see `docs/benchmarks.md`). A folder keeps
+    /// the form it was created with, whatever this says: an older store with sled's
+    /// compression keeps it, and its values stay as they are.
     pub compression: bool,
 }
 
@@ -92,14 +92,15 @@ pub fn sled_folder_compression(dir: &Path) -> Option<bool> {
 /// A sled configuration for a database whose writers make their own data durable (the
 /// write-ahead log's merges, the long-term store and chat memory flush what they write): no
 /// background flush every 500 ms, which only rewrote (and compressed) pages a flush of ours
-/// would write anyway; compression as the folder was created with, else `compression`.
-pub fn sled_config(dir: &Path, cache_bytes: u64, compression: bool) -> sled::Config {
+/// would write anyway. sled's page compression as the folder was created with, else off: a new
+/// store's values are compressed by the write-ahead log instead (see [`SledOptions`]).
+pub fn sled_config(dir: &Path, cache_bytes: u64) -> sled::Config {
     sled::Config::new()
         .path(dir)
         .cache_capacity(cache_bytes)
         .mode(sled::Mode::LowSpace)
         .flush_every_ms(None)
-        .use_compression(sled_folder_compression(dir).unwrap_or(compression))
+        .use_compression(sled_folder_compression(dir).unwrap_or(false))
         .compression_factor(1)
 }
 
@@ -136,7 +137,7 @@ impl KvCheckpointer<SledStore> {
         options: SledOptions,
     ) -> Result<Self, CheckpointError> {
         let path = path.as_ref().to_path_buf();
-        let config = sled_config(&path, options.cache_bytes, options.compression);
+        let config = sled_config(&path, options.cache_bytes);
         let db = open_sled(&config).map_err(|e| match &e {
             // sled takes an exclusive file lock on the folder; it reports a failure to
             // take it as an `Other` I/O error with this text.
@@ -154,7 +155,11 @@ impl KvCheckpointer<SledStore> {
         // the write-ahead log follows each sled flush with an `fdatasync` of sled's log file,
         // and syncs its own segments with `fdatasync`, so a flushed checkpoint survives a
         // power loss too.
-        let tree = WalTree::open(db, "checkpoints", &path, options.wal)
+        let wal = WalSettings {
+            compress_values: options.compression,
+            ..options.wal
+        };
+        let tree = WalTree::open(db, "checkpoints", &path, wal)
             .map_err(|e| CheckpointError::Backend(format!("opening {}: {e}", path.display())))?;
         Ok(KvCheckpointer::with_store(SledStore { tree, path }))
     }

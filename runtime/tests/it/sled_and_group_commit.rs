@@ -111,6 +111,12 @@ async fn a_new_folder_is_created_without_compression_when_asked_and_keeps_that()
     };
     assert_eq!(sled_folder_compression(dir.path()), Some(false));
     // The default asks for compression: an existing folder without it still opens as it is.
+    let cp = SledCheckpointer::open(dir.path()).expect("open");
+    assert!(
+        cp.store().db().get(VALUE_CODEC).expect("get").is_none(),
+        "values of a store created without compression stay as they are"
+    );
+    drop(cp);
     let cp = SledCheckpointer::open(dir.path())
         .expect("asking for compression does not break an existing folder");
     let got = cp.get("t", "", Some(c.id)).await.expect("get");
@@ -119,14 +125,25 @@ async fn a_new_folder_is_created_without_compression_when_asked_and_keeps_that()
     assert_eq!(sled_folder_compression(dir.path()), Some(false), "kept");
 }
 
+/// The key of sled's default tree that says a database stores its values compressed.
+const VALUE_CODEC: &[u8] = b"agentgraph.wal.value-codec";
+
 #[tokio::test]
-async fn a_new_folder_is_compressed_by_default() {
+async fn a_new_folder_compresses_its_values_not_sled_pages_by_default() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = {
         let cp = SledCheckpointer::open(dir.path()).expect("open");
+        assert!(
+            cp.store().db().get(VALUE_CODEC).expect("get").is_some(),
+            "a new store compresses its values"
+        );
         put_and_get(&cp, "t").await
     };
-    assert_eq!(sled_folder_compression(dir.path()), Some(true));
+    assert_eq!(
+        sled_folder_compression(dir.path()),
+        Some(false),
+        "sled's page compression (a zstd context per message) is off"
+    );
     let cp = SledCheckpointer::open(dir.path()).expect("the default options reopen it");
     let got = cp.get("t", "", Some(c.id)).await.expect("get");
     assert_eq!(got.map(|t| t.checkpoint), Some(c));
@@ -149,7 +166,7 @@ fn folders_without_a_sled_conf_have_no_compression_setting() {
 fn the_sled_config_opens_folders_of_either_setting() {
     let dir = tempfile::tempdir().expect("tempdir");
     compressed_folder(dir.path());
-    let db = open_sled(&sled_config(dir.path(), 1 << 20, false)).expect("compressed folder");
+    let db = open_sled(&sled_config(dir.path(), 1 << 20)).expect("compressed folder");
     assert_eq!(
         db.open_tree("probe")
             .expect("tree")
@@ -167,7 +184,7 @@ fn the_sled_config_opens_folders_of_either_setting() {
             .expect("plain"),
     );
     assert_eq!(sled_folder_compression(plain.path()), Some(false));
-    drop(open_sled(&sled_config(plain.path(), 1 << 20, true)).expect("plain folder"));
+    drop(open_sled(&sled_config(plain.path(), 1 << 20)).expect("plain folder"));
 }
 
 /// A group commit whose flush counts its runs and the threads it ran on.

@@ -126,9 +126,8 @@ impl EventStore {
     /// tasks publishing its last events (each holds it until its flush returns), so a folder
     /// found locked is tried again for up to two seconds before the error is reported.
     pub fn open(dir: &std::path::Path, limits: EventLimits) -> Result<Self, ServerError> {
-        // A 64 MiB page cache, no compression unless the folder has it, no periodic flush: the
-        // log's merges flush what they move.
-        let config = agentgraph_runtime::checkpoint::sled_config(dir, 64 << 20, false);
+        // A 64 MiB page cache, no periodic flush: the log's merges flush what they move.
+        let config = agentgraph_runtime::checkpoint::sled_config(dir, 64 << 20);
         let db = agentgraph_runtime::checkpoint::open_sled(&config)
             .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
         let tree = WalTree::open(db.clone(), "server", dir, WalSettings::default())
@@ -265,15 +264,15 @@ impl EventStore {
             ring.next_seq = seq + 1;
             let removed = ring.trim(self.limits);
             if let Some(t) = &self.trees {
-                let puts = vec![
-                    (event_key(thread, seq), json.as_bytes().to_vec()),
-                    (meta_key(b'n', thread), (seq + 1).to_be_bytes().to_vec()),
-                ];
+                // The event's key is new (ids are never given twice), so the run's end, which
+                // packs the events and deletes their keys, leaves no tombstone for the merge.
+                let new = vec![(event_key(thread, seq), json.as_bytes().to_vec())];
+                let puts = vec![(meta_key(b'n', thread), (seq + 1).to_be_bytes().to_vec())];
                 let deletes = removed
                     .into_iter()
                     .map(|old| event_key(thread, old))
                     .collect();
-                t.apply(puts, deletes).map_err(storage)?;
+                t.apply_new(new, puts, deletes).map_err(storage)?;
             }
             seq
         };

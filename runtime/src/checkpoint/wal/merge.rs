@@ -76,14 +76,16 @@ pub(super) fn merge_now(shared: &Shared) -> Result<(), WalError> {
         // Key by key, not in sled batches: sled 0.34 applies a batch under a process-wide
         // write lock that every read of every tree then waits for, which stalled the runs
         // reading meanwhile. A merge needs no atomicity (see above).
+        // One encoder (one zstd context) for the whole merge.
+        let mut encoder = shared.codec.encoder();
         for (tag, entries) in table.iter().enumerate() {
             if entries.is_empty() {
                 continue;
             }
             let tree = shared.tree(tag);
             for (k, v) in entries.iter() {
-                match v {
-                    Some(v) => tree.insert(k.as_slice(), v.as_slice()).map(drop)?,
+                match v.value() {
+                    Some(v) => tree.insert(k.as_slice(), encoder.encode(v)).map(drop)?,
                     None => tree.remove(k.as_slice()).map(drop)?,
                 }
             }

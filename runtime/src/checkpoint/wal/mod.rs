@@ -30,12 +30,14 @@
 //! every other key is as the deleted segments left it. A torn tail of the newest segment (a
 //! write the crash cut) was never reported durable and is dropped.
 
+mod codec;
 mod frame;
 mod merge;
 mod overlay;
 mod segments;
 
 use super::group_commit::GroupCommit;
+use codec::Codec;
 use overlay::Table;
 use segments::Segments;
 use std::path::{Path, PathBuf};
@@ -73,6 +75,12 @@ pub enum WalError {
     /// sled failed.
     #[error("sled: {0}")]
     Sled(#[from] sled::Error),
+    /// A value stored in sled does not decode, or the database's value format is unknown.
+    #[error(
+        "a value stored in the database does not read back ({0}): the database is damaged or \
+         was written by a newer version"
+    )]
+    Value(String),
     /// An earlier failure left the log unusable; the store must be reopened.
     #[error("the store failed earlier and must be reopened: {0}")]
     Broken(String),
@@ -87,6 +95,9 @@ pub struct WalSettings {
     pub merge_every: Duration,
     /// Seal a segment file once it grows past this size.
     pub segment_bytes: u64,
+    /// Whether a database created by [`WalTree::open`] stores its values compressed (see
+    /// `codec.rs`); a database keeps the form it was created with.
+    pub compress_values: bool,
 }
 
 impl Default for WalSettings {
@@ -95,6 +106,7 @@ impl Default for WalSettings {
             merge_bytes: 16 << 20,
             merge_every: Duration::from_secs(1),
             segment_bytes: 64 << 20,
+            compress_values: true,
         }
     }
 }
@@ -137,6 +149,8 @@ struct Shared {
     sled_path: PathBuf,
     /// fdatasyncs of the log plus sled flushes issued since open.
     syncs: AtomicU64,
+    /// How values are stored in sled.
+    codec: Codec,
     settings: WalSettings,
 }
 
@@ -174,13 +188,14 @@ impl WalTree {
             path: sled_path.clone(),
             source,
         })?;
+        let codec = Codec::open(&db, !db.was_recovered(), settings.compress_values)?;
         let tree = db.open_tree(name)?;
         let mut trees: Vec<(Arc<[u8]>, sled::Tree)> =
             vec![(Arc::from(name.as_bytes()), tree.clone())];
         // Key by key (see `merge.rs` on sled batches); a replay cut short is replayed again.
         // The older log first: a current log only exists once it was replayed and removed.
         let mut replayed = segments::replay(legacy, frame::Format::OneTree, &mut |record| {
-            replay_into(&tree, record)
+            replay_into(&tree, codec, record)
         })?;
         replayed += segments::replay(dir, frame::Format::Named, &mut |record| {
             let at = match trees.iter().position(|(n, _)| **n == *record.tree) {
@@ -193,7 +208,7 @@ impl WalTree {
                     trees.len() - 1
                 }
             };
-            replay_into(&trees[at].1, record)
+            replay_into(&trees[at].1, codec, record)
         })?;
         if replayed > 0 {
             tracing::info!(batches = replayed, dir = %dir.display(), "write-ahead log replayed into sled");
@@ -228,6 +243,7 @@ impl WalTree {
             sled_file,
             sled_path,
             syncs: AtomicU64::new(0),
+            codec,
             settings,
         });
         let flushed = shared.clone();
@@ -284,18 +300,21 @@ impl WalTree {
         {
             let s = lock(&shared.state);
             if let Some(v) = s.active.get(self.tag).and_then(|t| t.get(key)) {
-                return Ok(v.clone());
+                return Ok(v.value().cloned());
             }
         }
         {
             let frozen = shared.read_frozen();
             for set in frozen.iter().rev() {
                 if let Some(v) = set.get(self.tag).and_then(|t| t.get(key)) {
-                    return Ok(v.clone());
+                    return Ok(v.value().cloned());
                 }
             }
         }
-        Ok(shared.tree(self.tag).get(key)?.map(|v| v.to_vec()))
+        match shared.tree(self.tag).get(key)? {
+            Some(v) => Ok(Some(shared.codec.decode(v)?.into_vec())),
+            None => Ok(None),
+        }
     }
 
     /// Visits keys in `[start, end)` in order (or reverse) until `visit` returns false.
@@ -324,11 +343,16 @@ impl WalTree {
             }
         }
         let tree = shared.tree(self.tag);
+        let codec = shared.codec;
+        let decoded = |row: sled::Result<(sled::IVec, sled::IVec)>| {
+            let (k, v) = row?;
+            Ok::<_, WalError>((k, codec.decode(v)?))
+        };
         let range = tree.range(start..end);
         if reverse {
-            overlay::merged_scan(&top, range.rev(), true, visit)?;
+            overlay::merged_scan(&top, range.rev().map(decoded), true, visit)?;
         } else {
-            overlay::merged_scan(&top, range, false, visit)?;
+            overlay::merged_scan(&top, range.map(decoded), false, visit)?;
         }
         Ok(())
     }
@@ -340,6 +364,23 @@ impl WalTree {
         puts: Vec<(Vec<u8>, Vec<u8>)>,
         deletes: Vec<Vec<u8>>,
     ) -> Result<(), WalError> {
+        self.apply_new(Vec::new(), puts, deletes)
+    }
+
+    /// [`WalTree::apply`] with puts of keys the caller knows exist nowhere yet (`new`: ids
+    /// never given out before), logged like the others. Such a key deleted before the log's
+    /// next merge costs sled nothing; a key that does exist must not be passed here, or a
+    /// delete of it could leave its old value in sled.
+    pub fn apply_new(
+        &self,
+        new: Vec<(Vec<u8>, Vec<u8>)>,
+        puts: Vec<(Vec<u8>, Vec<u8>)>,
+        deletes: Vec<Vec<u8>>,
+    ) -> Result<(), WalError> {
+        let new_count = new.len();
+        let mut all = new;
+        all.extend(puts);
+        let puts = all;
         let shared = &self.log.shared;
         let mut s = lock(&shared.state);
         // A merger far behind holds writers back rather than letting the overlay grow
@@ -362,7 +403,7 @@ impl WalTree {
         if s.active.len() <= self.tag {
             s.active.resize_with(self.tag + 1, Table::new);
         }
-        let added = overlay::record(&mut s.active[self.tag], puts, deletes);
+        let added = overlay::record(&mut s.active[self.tag], puts, new_count, deletes);
         s.active_bytes += added;
         if s.active_bytes >= shared.settings.merge_bytes {
             shared.wake.notify_all();
@@ -421,13 +462,14 @@ impl Drop for Log {
     }
 }
 
-/// Applies a replayed record to `tree`, key by key.
-fn replay_into(tree: &sled::Tree, record: frame::Record) -> Result<(), WalError> {
+/// Applies a replayed record to `tree`, key by key, its values encoded as `codec` stores them.
+fn replay_into(tree: &sled::Tree, codec: Codec, record: frame::Record) -> Result<(), WalError> {
     for k in record.deletes {
         tree.remove(k)?;
     }
+    let mut encoder = codec.encoder();
     for (k, v) in record.puts {
-        tree.insert(k, v)?;
+        tree.insert(k, encoder.encode(&v))?;
     }
     Ok(())
 }

@@ -1,0 +1,207 @@
+//! How the log's values are stored in sled: as they are, or compressed value by value.
+//!
+//! sled 0.34 compresses every log message it writes (each key's insert, each page rewrite)
+//! with a zstd context it builds and drops per message; on a loaded durable server that was
+//! most of the merge's CPU and a fifth of all the CPU storage costs (see `docs/benchmarks.md`).
+//! A database created by this version therefore leaves sled's compression off and compresses
+//! *values* instead, on the merger's thread with one context per merge: a value worth it is
+//! stored as a zstd frame behind a one-byte tag, any other value behind the tag for "as is".
+//!
+//! Which form a database uses is decided once, when it is created, and kept in the key
+//! [`MARKER`] of sled's default tree; a database without the marker (written by an older
+//! version, with or without sled's compression) stores values as they are, as before.
+
+use super::WalError;
+
+/// The key of sled's default tree saying values are tagged (see the module docs).
+pub(super) const MARKER: &[u8] = b"agentgraph.wal.value-codec";
+/// The marker's value: the tags below, zstd for compressed values.
+const MARKER_VALUE: &[u8] = b"tagged-zstd-1";
+
+/// The tag of a value stored as it is.
+const TAG_PLAIN: u8 = 0;
+/// The tag of a compressed value: the value's length (u32, little endian), then a zstd frame.
+const TAG_ZSTD: u8 = 1;
+
+/// Values shorter than this are not worth a compression attempt (keys' markers, ids, small
+/// records): a zstd frame has a dozen bytes of overhead.
+const MIN_COMPRESS: usize = 128;
+
+/// The zstd level: the fastest, as sled's setting was.
+const LEVEL: i32 = 1;
+
+/// How the values of one database are stored in sled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Codec {
+    /// As they are (a database without the marker).
+    Plain,
+    /// Behind a tag, compressed when worth it.
+    Tagged,
+}
+
+impl Codec {
+    /// The codec of `db`: tagged when the marker says so; for a database created just now
+    /// (`fresh`) and `compress`, tagged from now on (the marker is written and flushed before
+    /// any value is); otherwise plain.
+    pub(super) fn open(db: &sled::Db, fresh: bool, compress: bool) -> Result<Codec, WalError> {
+        match db.get(MARKER)? {
+            Some(v) if v.as_ref() == MARKER_VALUE => Ok(Codec::Tagged),
+            Some(v) => Err(WalError::Value(format!(
+                "the database's value format is `{}`, which this version does not read",
+                String::from_utf8_lossy(&v)
+            ))),
+            None if fresh && compress => {
+                db.insert(MARKER, MARKER_VALUE)?;
+                db.flush()?;
+                Ok(Codec::Tagged)
+            }
+            None => Ok(Codec::Plain),
+        }
+    }
+
+    /// An encoder for one merge (it keeps one zstd context for all the values it encodes).
+    pub(super) fn encoder(self) -> Encoder {
+        Encoder {
+            codec: self,
+            zstd: None,
+        }
+    }
+
+    /// The value `stored` in sled, decoded (without a copy unless it was compressed).
+    pub(super) fn decode(self, stored: sled::IVec) -> Result<Decoded, WalError> {
+        if self == Codec::Plain {
+            return Ok(Decoded::Stored(stored, 0));
+        }
+        match stored.first() {
+            Some(&TAG_PLAIN) => Ok(Decoded::Stored(stored, 1)),
+            Some(&TAG_ZSTD) => {
+                let (len, frame) = stored[1..]
+                    .split_first_chunk::<4>()
+                    .ok_or_else(|| damaged("a compressed value without its length"))?;
+                let len = u32::from_le_bytes(*len) as usize;
+                let out =
+                    zstd::block::decompress(frame, len).map_err(|e| damaged(&e.to_string()))?;
+                if out.len() != len {
+                    return Err(damaged("a compressed value of another length"));
+                }
+                Ok(Decoded::Owned(out))
+            }
+            Some(tag) => Err(damaged(&format!("unknown tag {tag}"))),
+            None => Err(damaged("an empty value")),
+        }
+    }
+}
+
+/// A value read from sled, decoded.
+pub(super) enum Decoded {
+    /// Stored as it is, from this offset on.
+    Stored(sled::IVec, usize),
+    /// Decompressed.
+    Owned(Vec<u8>),
+}
+
+impl Decoded {
+    pub(super) fn into_vec(self) -> Vec<u8> {
+        match self {
+            Decoded::Stored(v, at) => v[at..].to_vec(),
+            Decoded::Owned(v) => v,
+        }
+    }
+}
+
+impl AsRef<[u8]> for Decoded {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            Decoded::Stored(v, at) => &v[*at..],
+            Decoded::Owned(v) => v,
+        }
+    }
+}
+
+fn damaged(what: &str) -> WalError {
+    WalError::Value(what.to_string())
+}
+
+/// Encodes the values of one merge.
+pub(super) struct Encoder {
+    codec: Codec,
+    zstd: Option<zstd::block::Compressor>,
+}
+
+impl Encoder {
+    /// `value` as sled stores it.
+    pub(super) fn encode(&mut self, value: &[u8]) -> Vec<u8> {
+        if self.codec == Codec::Plain {
+            return value.to_vec();
+        }
+        if value.len() >= MIN_COMPRESS && u32::try_from(value.len()).is_ok() {
+            let zstd = self.zstd.get_or_insert_with(zstd::block::Compressor::new);
+            if let Ok(frame) = zstd.compress(value, LEVEL) {
+                if frame.len() + 5 < value.len() {
+                    let mut out = Vec::with_capacity(frame.len() + 5);
+                    out.push(TAG_ZSTD);
+                    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+                    out.extend_from_slice(&frame);
+                    return out;
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(value.len() + 1);
+        out.push(TAG_PLAIN);
+        out.extend_from_slice(value);
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_round_trip_in_both_forms() {
+        let mut enc = Codec::Tagged.encoder();
+        let small = b"thread marker".to_vec();
+        let large = "{\"messages\":[\"hello\"]}".repeat(40).into_bytes();
+        let noise: Vec<u8> = (0..400u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for v in [Vec::new(), small, large.clone(), noise] {
+            let stored = enc.encode(&v);
+            let back = Codec::Tagged.decode(stored.into()).expect("decode");
+            assert_eq!(back.into_vec(), v);
+        }
+        let stored = enc.encode(&large);
+        assert_eq!(stored[0], TAG_ZSTD, "a repetitive value is compressed");
+        assert!(stored.len() < large.len() / 4, "{} bytes", stored.len());
+        assert_eq!(Codec::Plain.encoder().encode(&large), large);
+    }
+
+    #[test]
+    fn a_damaged_value_is_an_error_not_a_panic() {
+        for bad in [
+            &[][..],
+            &[7, 1, 2][..],
+            &[TAG_ZSTD, 1][..],
+            &[TAG_ZSTD, 9, 0, 0, 0, 1, 2, 3][..],
+        ] {
+            assert!(Codec::Tagged.decode(bad.into()).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn the_marker_is_written_only_for_a_new_database_asked_to_compress() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let db = sled::Config::new().path(dir.path()).open().expect("open");
+        assert_eq!(Codec::open(&db, false, true).expect("codec"), Codec::Plain);
+        assert_eq!(Codec::open(&db, true, false).expect("codec"), Codec::Plain);
+        assert_eq!(db.get(MARKER).expect("get"), None);
+        assert_eq!(Codec::open(&db, true, true).expect("codec"), Codec::Tagged);
+        // Reopened (no longer fresh, whatever is asked): the marker decides.
+        assert_eq!(
+            Codec::open(&db, false, false).expect("codec"),
+            Codec::Tagged
+        );
+        db.insert(MARKER, &b"other"[..]).expect("insert");
+        assert!(Codec::open(&db, false, true).is_err());
+    }
+}
