@@ -5,9 +5,12 @@
 //! each other on the disk. [`GroupCommit`] lets them share: at most one flush is in flight; a
 //! caller that arrives while one runs waits for it to end and then for the *next* one (the
 //! running flush may have started before the caller's write), which every caller that arrived
-//! meanwhile shares. A lone caller finds no flush in flight and starts one at once, so the window
-//! adapts to the load and adds no latency when there is none: the number of flushes per second is
-//! bounded by the disk, not multiplied by the number of writers.
+//! meanwhile shares. A caller that finds no flush in flight yields once before starting one, so
+//! the tasks already queued on the runtime (other runs about to write their checkpoints) join it
+//! (in the server's load test: 4.0 syncs per run before, 1.6 after); a lone caller has nothing
+//! queued and starts at once. The window adapts to the load and adds no latency when there is
+//! none: the number of flushes per second is bounded by the disk, not multiplied by the number
+//! of writers.
 //!
 //! On a multi-threaded runtime the caller that starts a flush runs it on its own thread
 //! (`block_in_place`: the worker's other tasks move to another thread meanwhile), so a lone run
