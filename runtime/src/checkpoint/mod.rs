@@ -21,7 +21,8 @@ pub use kv::{AsyncKvStore, KvCheckpointer, KvStore, KvVisitor};
 pub use memory::{MemoryCheckpointer, MemoryStore};
 pub use run_leases::{ClaimedRun, RunLeases, RunOutcome, RunRecord};
 pub use sled_store::{
-    open_sled, sled_config, sled_folder_compression, SledCheckpointer, SledOptions, SledStore,
+    open_sled, sled_config, sled_folder_compression, SledCheckpointer, SledCompression,
+    SledOptions, SledStore,
 };
 pub use thread_locks::{LocalThreadLocks, ReleaseFn, ThreadLease, ThreadLocks};
 pub use wal::{WalError, WalSettings, WalTree};

@@ -19,6 +19,24 @@ pub struct SledStore {
 /// The sled checkpointer.
 pub type SledCheckpointer = KvCheckpointer<SledStore>;
 
+/// How a *new* sled store compresses what it stores. A folder keeps the form it was created
+/// with, whatever is asked later (sled cannot change its page compression; a store's value
+/// form is recorded in it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SledCompression {
+    /// sled compresses its pages with zstd (the default): the smallest files (chain 1000:
+    /// 0.83 MB, 2.6 MB without), but sled 0.34 builds a zstd context for every message it
+    /// logs, over half of the log's merge CPU on a loaded server (see `docs/benchmarks.md`).
+    #[default]
+    Pages,
+    /// sled's pages are left as they are and values of 128 bytes or more are compressed by the
+    /// write-ahead log's merge, one context per merge (`wal/codec.rs`): less CPU under load,
+    /// more disk for small values (chain 1000: 2.1 MB).
+    Values,
+    /// Nothing is compressed.
+    Off,
+}
+
 /// How a sled store is opened.
 #[derive(Debug, Clone, Copy)]
 pub struct SledOptions {
@@ -27,13 +45,8 @@ pub struct SledOptions {
     pub cache_bytes: u64,
     /// When the write-ahead log's batches move into sled.
     pub wal: WalSettings,
-    /// Whether a *new* store compresses its values (zstd, value by value, in the write-ahead
-    /// log's merge: see `wal/codec.rs`). Default on. sled's own page compression is off for
-    /// new stores: sled 0.34 builds a fresh zstd context for every message it logs, which was
-    /// most of the merge's CPU on a loaded server (see `docs/benchmarks.md`). A folder keeps
-    /// the form it was created with, whatever this says: an older store with sled's
-    /// compression keeps it, and its values stay as they are.
-    pub compression: bool,
+    /// How a new store compresses (see [`SledCompression`]).
+    pub compression: SledCompression,
 }
 
 impl Default for SledOptions {
@@ -41,25 +54,26 @@ impl Default for SledOptions {
         SledOptions {
             cache_bytes: 64 << 20,
             wal: WalSettings::default(),
-            compression: true,
+            compression: SledCompression::Pages,
         }
     }
 }
 
 impl SledOptions {
     /// The defaults, with the cache size taken from `AGENTGRAPH_SLED_CACHE_MB` when it is set
-    /// to a whole number of MiB, and compression of a new store turned off by
-    /// `AGENTGRAPH_SLED_COMPRESSION=off` (or `0`, `false`) (the CLI and the server open their
-    /// stores with this).
+    /// to a whole number of MiB, and the compression of a new store from
+    /// `AGENTGRAPH_SLED_COMPRESSION`: `pages` (or `on`), `values`, `off` (the CLI and the
+    /// server open their stores with this).
     pub fn from_env() -> Self {
         let mut o = SledOptions::default();
         if let Ok(v) = std::env::var("AGENTGRAPH_SLED_COMPRESSION") {
             match v.trim().to_ascii_lowercase().as_str() {
-                "off" | "0" | "false" | "no" => o.compression = false,
-                "on" | "1" | "true" | "yes" => o.compression = true,
+                "off" | "0" | "false" | "no" => o.compression = SledCompression::Off,
+                "on" | "1" | "true" | "yes" | "pages" => o.compression = SledCompression::Pages,
+                "values" => o.compression = SledCompression::Values,
                 other => tracing::warn!(
                     value = other,
-                    "AGENTGRAPH_SLED_COMPRESSION is not on/off; keeping the default (on)"
+                    "AGENTGRAPH_SLED_COMPRESSION is not pages, values or off; keeping the default (pages)"
                 ),
             }
         }
@@ -92,15 +106,14 @@ pub fn sled_folder_compression(dir: &Path) -> Option<bool> {
 /// A sled configuration for a database whose writers make their own data durable (the
 /// write-ahead log's merges, the long-term store and chat memory flush what they write): no
 /// background flush every 500 ms, which only rewrote (and compressed) pages a flush of ours
-/// would write anyway. sled's page compression as the folder was created with, else off: a new
-/// store's values are compressed by the write-ahead log instead (see [`SledOptions`]).
-pub fn sled_config(dir: &Path, cache_bytes: u64) -> sled::Config {
+/// would write anyway. sled's page compression as the folder was created with, else `pages`.
+pub fn sled_config(dir: &Path, cache_bytes: u64, pages: bool) -> sled::Config {
     sled::Config::new()
         .path(dir)
         .cache_capacity(cache_bytes)
         .mode(sled::Mode::LowSpace)
         .flush_every_ms(None)
-        .use_compression(sled_folder_compression(dir).unwrap_or(false))
+        .use_compression(sled_folder_compression(dir).unwrap_or(pages))
         .compression_factor(1)
 }
 
@@ -137,7 +150,8 @@ impl KvCheckpointer<SledStore> {
         options: SledOptions,
     ) -> Result<Self, CheckpointError> {
         let path = path.as_ref().to_path_buf();
-        let config = sled_config(&path, options.cache_bytes);
+        let pages = options.compression == SledCompression::Pages;
+        let config = sled_config(&path, options.cache_bytes, pages);
         let db = open_sled(&config).map_err(|e| match &e {
             // sled takes an exclusive file lock on the folder; it reports a failure to
             // take it as an `Other` I/O error with this text.
@@ -156,7 +170,7 @@ impl KvCheckpointer<SledStore> {
         // and syncs its own segments with `fdatasync`, so a flushed checkpoint survives a
         // power loss too.
         let wal = WalSettings {
-            compress_values: options.compression,
+            compress_values: options.compression == SledCompression::Values,
             ..options.wal
         };
         let tree = WalTree::open(db, "checkpoints", &path, wal)

@@ -4,7 +4,7 @@
 
 use agentgraph_runtime::checkpoint::{
     open_sled, sled_config, sled_folder_compression, ChannelEntry, Checkpoint, Checkpointer,
-    GroupCommit, PendingTask, SledCheckpointer, SledOptions, Source,
+    GroupCommit, PendingTask, SledCheckpointer, SledCompression, SledOptions, Source,
 };
 use agentgraph_runtime::CheckpointId;
 use serde_json::{json, Map};
@@ -84,7 +84,7 @@ async fn a_folder_created_with_compression_opens_and_its_checkpoints_work() {
     let cp = SledCheckpointer::open_with(
         dir.path(),
         SledOptions {
-            compression: false,
+            compression: SledCompression::Off,
             ..SledOptions::default()
         },
     )
@@ -102,7 +102,7 @@ async fn a_new_folder_is_created_without_compression_when_asked_and_keeps_that()
         let cp = SledCheckpointer::open_with(
             dir.path(),
             SledOptions {
-                compression: false,
+                compression: SledCompression::Off,
                 ..SledOptions::default()
             },
         )
@@ -129,14 +129,32 @@ async fn a_new_folder_is_created_without_compression_when_asked_and_keeps_that()
 const VALUE_CODEC: &[u8] = b"agentgraph.wal.value-codec";
 
 #[tokio::test]
-async fn a_new_folder_compresses_its_values_not_sled_pages_by_default() {
+async fn a_new_folder_compresses_sled_pages_by_default() {
     let dir = tempfile::tempdir().expect("tempdir");
     let c = {
         let cp = SledCheckpointer::open(dir.path()).expect("open");
         assert!(
-            cp.store().db().get(VALUE_CODEC).expect("get").is_some(),
-            "a new store compresses its values"
+            cp.store().db().get(VALUE_CODEC).expect("get").is_none(),
+            "values as they are"
         );
+        put_and_get(&cp, "t").await
+    };
+    assert_eq!(sled_folder_compression(dir.path()), Some(true));
+    let cp = SledCheckpointer::open(dir.path()).expect("the default options reopen it");
+    let got = cp.get("t", "", Some(c.id)).await.expect("get");
+    assert_eq!(got.map(|t| t.checkpoint), Some(c));
+}
+
+#[tokio::test]
+async fn a_new_folder_asked_for_value_compression_keeps_it_when_reopened_by_default() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let values = SledOptions {
+        compression: SledCompression::Values,
+        ..SledOptions::default()
+    };
+    let c = {
+        let cp = SledCheckpointer::open_with(dir.path(), values).expect("open");
+        assert!(cp.store().db().get(VALUE_CODEC).expect("get").is_some());
         put_and_get(&cp, "t").await
     };
     assert_eq!(
@@ -144,7 +162,11 @@ async fn a_new_folder_compresses_its_values_not_sled_pages_by_default() {
         Some(false),
         "sled's page compression (a zstd context per message) is off"
     );
-    let cp = SledCheckpointer::open(dir.path()).expect("the default options reopen it");
+    let cp = SledCheckpointer::open(dir.path()).expect("reopened with the default options");
+    assert!(
+        cp.store().db().get(VALUE_CODEC).expect("get").is_some(),
+        "the value form is kept"
+    );
     let got = cp.get("t", "", Some(c.id)).await.expect("get");
     assert_eq!(got.map(|t| t.checkpoint), Some(c));
 }
@@ -166,7 +188,7 @@ fn folders_without_a_sled_conf_have_no_compression_setting() {
 fn the_sled_config_opens_folders_of_either_setting() {
     let dir = tempfile::tempdir().expect("tempdir");
     compressed_folder(dir.path());
-    let db = open_sled(&sled_config(dir.path(), 1 << 20)).expect("compressed folder");
+    let db = open_sled(&sled_config(dir.path(), 1 << 20, false)).expect("compressed folder");
     assert_eq!(
         db.open_tree("probe")
             .expect("tree")
@@ -184,7 +206,7 @@ fn the_sled_config_opens_folders_of_either_setting() {
             .expect("plain"),
     );
     assert_eq!(sled_folder_compression(plain.path()), Some(false));
-    drop(open_sled(&sled_config(plain.path(), 1 << 20)).expect("plain folder"));
+    drop(open_sled(&sled_config(plain.path(), 1 << 20, true)).expect("plain folder"));
 }
 
 /// A group commit whose flush counts its runs and the threads it ran on.

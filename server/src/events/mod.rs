@@ -126,8 +126,9 @@ impl EventStore {
     /// tasks publishing its last events (each holds it until its flush returns), so a folder
     /// found locked is tried again for up to two seconds before the error is reported.
     pub fn open(dir: &std::path::Path, limits: EventLimits) -> Result<Self, ServerError> {
-        // A 64 MiB page cache, no periodic flush: the log's merges flush what they move.
-        let config = agentgraph_runtime::checkpoint::sled_config(dir, 64 << 20);
+        // A 64 MiB page cache, no compression unless the folder has it, no periodic flush: the
+        // log's merges flush what they move.
+        let config = agentgraph_runtime::checkpoint::sled_config(dir, 64 << 20, false);
         let db = agentgraph_runtime::checkpoint::open_sled(&config)
             .map_err(|e| ServerError::Storage(format!("opening {}: {e}", dir.display())))?;
         let tree = WalTree::open(db.clone(), "server", dir, WalSettings::default())

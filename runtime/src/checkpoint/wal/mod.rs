@@ -96,7 +96,8 @@ pub struct WalSettings {
     /// Seal a segment file once it grows past this size.
     pub segment_bytes: u64,
     /// Whether a database created by [`WalTree::open`] stores its values compressed (see
-    /// `codec.rs`); a database keeps the form it was created with.
+    /// `codec.rs`; default off: sled's page compression is the default); a database keeps the
+    /// form it was created with.
     pub compress_values: bool,
 }
 
@@ -106,7 +107,7 @@ impl Default for WalSettings {
             merge_bytes: 16 << 20,
             merge_every: Duration::from_secs(1),
             segment_bytes: 64 << 20,
-            compress_values: true,
+            compress_values: false,
         }
     }
 }

@@ -12,7 +12,7 @@ fn lazy() -> WalSettings {
         merge_bytes: usize::MAX / 8,
         merge_every: Duration::from_secs(3600),
         segment_bytes: 1 << 20,
-        ..WalSettings::default()
+        compress_values: true,
     }
 }
 
