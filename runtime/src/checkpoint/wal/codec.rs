@@ -3,13 +3,15 @@
 //! sled 0.34 compresses every log message it writes (each key's insert, each page rewrite)
 //! with a zstd context it builds and drops per message; on a loaded durable server that was
 //! most of the merge's CPU and a fifth of all the CPU storage costs (see `docs/benchmarks.md`).
-//! A database created by this version therefore leaves sled's compression off and compresses
-//! *values* instead, on the merger's thread with one context per merge: a value worth it is
-//! stored as a zstd frame behind a one-byte tag, any other value behind the tag for "as is".
+//! A database created with value compression (`SledCompression::Values`) leaves sled's
+//! compression off and compresses *values* instead, on the merger's thread with one context per
+//! merge: a value worth it is stored as a zstd frame behind a one-byte tag, any other value
+//! behind the tag for "as is". Small values gain little alone, so such a store takes more disk
+//! than one with sled's pages compressed (the default).
 //!
 //! Which form a database uses is decided once, when it is created, and kept in the key
-//! [`MARKER`] of sled's default tree; a database without the marker (written by an older
-//! version, with or without sled's compression) stores values as they are, as before.
+//! [`MARKER`] of sled's default tree; a database without the marker (sled's page compression,
+//! none, or an older version) stores values as they are.
 
 use super::WalError;
 
