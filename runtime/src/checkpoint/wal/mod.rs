@@ -379,9 +379,14 @@ impl WalTree {
         deletes: Vec<Vec<u8>>,
     ) -> Result<(), WalError> {
         let new_count = new.len();
-        let mut all = new;
-        all.extend(puts);
-        let puts = all;
+        // The plain `apply` (every checkpoint) passes no new keys: its puts are used as they are.
+        let puts = if new.is_empty() {
+            puts
+        } else {
+            let mut all = new;
+            all.extend(puts);
+            all
+        };
         let shared = &self.log.shared;
         let mut s = lock(&shared.state);
         // A merger far behind holds writers back rather than letting the overlay grow
