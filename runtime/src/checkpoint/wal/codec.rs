@@ -14,6 +14,7 @@
 //! none, or an older version) stores values as they are.
 
 use super::WalError;
+use std::borrow::Cow;
 
 /// The key of sled's default tree saying values are tagged (see the module docs).
 pub(super) const MARKER: &[u8] = b"agentgraph.wal.value-codec";
@@ -138,10 +139,10 @@ pub(super) struct Encoder {
 }
 
 impl Encoder {
-    /// `value` as sled stores it.
-    pub(super) fn encode(&mut self, value: &[u8]) -> Vec<u8> {
+    /// `value` as sled stores it (itself, without a copy, in a plain database).
+    pub(super) fn encode<'v>(&mut self, value: &'v [u8]) -> Cow<'v, [u8]> {
         if self.codec == Codec::Plain {
-            return value.to_vec();
+            return Cow::Borrowed(value);
         }
         if value.len() >= MIN_COMPRESS && u32::try_from(value.len()).is_ok() {
             let zstd = self.zstd.get_or_insert_with(zstd::block::Compressor::new);
@@ -151,14 +152,14 @@ impl Encoder {
                     out.push(TAG_ZSTD);
                     out.extend_from_slice(&(value.len() as u32).to_le_bytes());
                     out.extend_from_slice(&frame);
-                    return out;
+                    return Cow::Owned(out);
                 }
             }
         }
         let mut out = Vec::with_capacity(value.len() + 1);
         out.push(TAG_PLAIN);
         out.extend_from_slice(value);
-        out
+        Cow::Owned(out)
     }
 }
 
@@ -176,13 +177,15 @@ mod tests {
             .collect();
         for v in [Vec::new(), small, large.clone(), noise] {
             let stored = enc.encode(&v);
-            let back = Codec::Tagged.decode(stored.into()).expect("decode");
+            let back = Codec::Tagged
+                .decode(stored.as_ref().into())
+                .expect("decode");
             assert_eq!(back.into_vec(), v);
         }
         let stored = enc.encode(&large);
         assert_eq!(stored[0], TAG_ZSTD, "a repetitive value is compressed");
         assert!(stored.len() < large.len() / 4, "{} bytes", stored.len());
-        assert_eq!(Codec::Plain.encoder().encode(&large), large);
+        assert_eq!(Codec::Plain.encoder().encode(&large).as_ref(), &large[..]);
     }
 
     #[test]

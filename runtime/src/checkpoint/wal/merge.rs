@@ -85,7 +85,9 @@ pub(super) fn merge_now(shared: &Shared) -> Result<(), WalError> {
             let tree = shared.tree(tag);
             for (k, v) in entries.iter() {
                 match v.value() {
-                    Some(v) => tree.insert(k.as_slice(), encoder.encode(v)).map(drop)?,
+                    Some(v) => tree
+                        .insert(k.as_slice(), encoder.encode(v).as_ref())
+                        .map(drop)?,
                     None => tree.remove(k.as_slice()).map(drop)?,
                 }
             }

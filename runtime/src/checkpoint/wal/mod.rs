@@ -475,7 +475,7 @@ fn replay_into(tree: &sled::Tree, codec: Codec, record: frame::Record) -> Result
     }
     let mut encoder = codec.encoder();
     for (k, v) in record.puts {
-        tree.insert(k, encoder.encode(&v))?;
+        tree.insert(k, encoder.encode(&v).as_ref())?;
     }
     Ok(())
 }
