@@ -23,8 +23,18 @@
 //! token (`messages` event), the gap between consecutive events of a run (event delivery),
 //! and the run's wall time (POST → run-end event).
 //!
+//! Each report also gives the process's CPU time per run (user + system, from `getrusage`,
+//! client included) and, for sled, the store's size on disk once the server closed it.
+//!
+//! `--compare R` measures both storages side by side in one process: R rounds, each a memory
+//! run and a sled run (the order alternating round by round, a fresh store each time), and
+//! reports each round's sled ÷ memory runs/s and their median. On a shared machine whose speed
+//! drifts within minutes, the per-round ratio is what can be compared between builds; single
+//! runs say little.
+//!
 //! ```text
 //! cargo run --release -p agentgraph-bench --bin loadtest -- --runs 200 --concurrency 16
+//! cargo run --release -p agentgraph-bench --bin loadtest -- --runs 2000 --concurrency 16 --compare 8
 //! ```
 
 use agentgraph_n8n::{CatalogueSource, N8n};
@@ -39,7 +49,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: loadtest [--runs N] [--concurrency C] [--seconds S] \
-[--model scripted|none] [--words W] [--steps K] [--sled] [--nodelay] [--json]
+[--model scripted|none] [--words W] [--steps K] [--sled] [--compare R] [--nodelay] [--json]
   --runs N         runs to start (default 200)
   --concurrency C  runs in flight at once, one client task each (default 8)
   --seconds S      stop starting runs after S seconds (default 60)
@@ -48,6 +58,8 @@ const USAGE: &str = "usage: loadtest [--runs N] [--concurrency C] [--seconds S] 
   --words W        words per scripted answer, two answers per run (default 12)
   --steps K        set steps per run with --model none (default 5)
   --sled           store checkpoints and events in a temporary sled folder (default memory)
+  --compare R      R rounds of one memory and one sled run each, alternating which goes
+                   first; reports every round and the median of sled ÷ memory runs/s
   --nodelay        serve with TCP_NODELAY on accepted sockets (axum::serve over the router)
                    instead of agentgraph_server::serve_on, to compare
   --json           print the report as JSON instead of a table";
@@ -60,6 +72,7 @@ struct Args {
     words: usize,
     steps: usize,
     sled: bool,
+    compare: usize,
     nodelay: bool,
     json: bool,
 }
@@ -73,6 +86,7 @@ fn parse_args() -> Result<Args, String> {
         words: 12,
         steps: 5,
         sled: false,
+        compare: 0,
         nodelay: false,
         json: false,
     };
@@ -97,6 +111,7 @@ fn parse_args() -> Result<Args, String> {
                 }
             }
             "--sled" => a.sled = true,
+            "--compare" => a.compare = (num("--compare")? as usize).max(1),
             "--nodelay" => a.nodelay = true,
             "--json" => a.json = true,
             "-h" | "--help" => return Err(String::new()),
@@ -379,38 +394,183 @@ async fn main() -> ExitCode {
         eprintln!("loadtest: cannot write the graph: {e}");
         return ExitCode::FAILURE;
     }
-    let code = run(&args, &work, graphs).await;
+    let code = if args.compare > 0 {
+        compare(&args, &work, &graphs).await
+    } else {
+        match run(&args, &work.join("db"), &graphs, args.sled, "").await {
+            Ok(report) => {
+                print_report(&args, &report);
+                report_code(&report)
+            }
+            Err(e) => {
+                eprintln!("loadtest: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    };
     let _ = std::fs::remove_dir_all(&work);
     code
 }
 
-async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
-    let storage = if args.sled {
-        Storage::Sled(work.join("db"))
+fn report_code(report: &Value) -> ExitCode {
+    if report["runs_failed"].as_u64() == Some(0) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `--compare R`: memory and sled side by side, round by round.
+async fn compare(args: &Args, work: &std::path::Path, graphs: &std::path::Path) -> ExitCode {
+    let mut rounds = Vec::new();
+    let mut failed = false;
+    for round in 0..args.compare {
+        let mut pair = [Value::Null, Value::Null];
+        // Alternate the order so a drift of the machine's speed does not favour one side.
+        let order = if round % 2 == 0 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for sled in order {
+            let db = work.join(format!("db-{round}-{}", if sled { "sled" } else { "memory" }));
+            // Thread ids unique in the process: the scripted model keeps a cursor per thread.
+            let prefix = format!("r{round}{}-", if sled { "s" } else { "m" });
+            match run(args, &db, graphs, sled, &prefix).await {
+                Ok(report) => {
+                    failed |= report["runs_failed"].as_u64() != Some(0);
+                    pair[usize::from(sled)] = report;
+                }
+                Err(e) => {
+                    eprintln!("loadtest: round {}: {e}", round + 1);
+                    return ExitCode::FAILURE;
+                }
+            }
+            let _ = std::fs::remove_dir_all(&db);
+        }
+        let [memory, sled] = pair;
+        let m = memory["runs_per_sec"].as_f64().unwrap_or(0.0);
+        let s = sled["runs_per_sec"].as_f64().unwrap_or(0.0);
+        let ratio = if m > 0.0 { s / m } else { 0.0 };
+        if !args.json {
+            println!(
+                "round {:>2}: memory {:>7.1} runs/s ({:.3} ms CPU/run), sled {:>7.1} runs/s ({:.3} ms CPU/run, {} KB on disk): {:.1} %",
+                round + 1,
+                m,
+                memory["cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+                s,
+                sled["cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+                sled["disk_bytes"].as_u64().unwrap_or(0) / 1024,
+                ratio * 100.0
+            );
+        }
+        rounds.push(json!({ "memory": memory, "sled": sled, "ratio": round3(ratio) }));
+    }
+    let median = |key: &str, side: Option<&str>| {
+        let mut v: Vec<f64> = rounds
+            .iter()
+            .filter_map(|r| match side {
+                Some(side) => r[side][key].as_f64(),
+                None => r[key].as_f64(),
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        round3(median_of(&v))
+    };
+    let summary = json!({
+        "rounds": args.compare,
+        "runs_per_round": args.runs,
+        "concurrency": args.concurrency,
+        "median_ratio": median("ratio", None),
+        "median_memory_runs_per_sec": median("runs_per_sec", Some("memory")),
+        "median_sled_runs_per_sec": median("runs_per_sec", Some("sled")),
+        "median_memory_cpu_ms_per_run": median("cpu_ms_per_run", Some("memory")),
+        "median_sled_cpu_ms_per_run": median("cpu_ms_per_run", Some("sled")),
+        "median_sled_disk_bytes": median("disk_bytes", Some("sled")),
+    });
+    if args.json {
+        println!("{}", json!({ "summary": summary, "rounds": rounds }));
+    } else {
+        println!(
+            "median of {} rounds: sled ÷ memory {:.1} % (memory {:.1} runs/s, {:.3} ms CPU/run; sled {:.1} runs/s, {:.3} ms CPU/run)",
+            args.compare,
+            summary["median_ratio"].as_f64().unwrap_or(0.0) * 100.0,
+            summary["median_memory_runs_per_sec"].as_f64().unwrap_or(0.0),
+            summary["median_memory_cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+            summary["median_sled_runs_per_sec"].as_f64().unwrap_or(0.0),
+            summary["median_sled_cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+        );
+    }
+    if failed {
+        eprintln!("loadtest: some runs failed (see the JSON report's `failures`)");
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The median of sorted values (the mean of the middle two for an even count; 0 when empty).
+fn median_of(sorted: &[f64]) -> f64 {
+    match sorted.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => sorted[n / 2],
+        n => (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0,
+    }
+}
+
+/// CPU time (user + system) this process has used so far.
+fn cpu_time() -> Duration {
+    // SAFETY: `getrusage` only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Duration::ZERO;
+    }
+    let tv = |t: libc::timeval| {
+        Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// Bytes of the files under `dir` (0 when it does not exist).
+fn disk_bytes(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => disk_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// One measured load: starts a server on `db` (memory or sled), runs the runs, closes the
+/// server and returns the report.
+async fn run(
+    args: &Args,
+    db: &std::path::Path,
+    graphs: &std::path::Path,
+    sled: bool,
+    prefix: &str,
+) -> Result<Value, String> {
+    let storage = if sled {
+        Storage::Sled(db.to_path_buf())
     } else {
         Storage::Memory
     };
     let config = ServerConfig {
         // One log per run, each far under the bound.
         events_per_thread: 500,
-        ..ServerConfig::new(graphs, work.join("db"))
+        ..ServerConfig::new(graphs.to_path_buf(), db.to_path_buf())
             .storage(storage)
             .registry(N8n::new(CatalogueSource::Builtin).registry_factory())
     };
-    let state = match ServerState::new(&config) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("loadtest: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let listener = match tokio::net::TcpListener::bind("127.0.0.1:0").await {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("loadtest: bind: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let state = ServerState::new(&config).map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| format!("bind: {e}"))?;
     let base = format!(
         "http://{}",
         listener
@@ -443,20 +603,25 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
         .expect("an HTTP client");
     // Warm up: compile the graph once so the first measured run does not pay for it.
     let expect = Expect::of(args);
-    if let Err(e) = one_run(&http, &base, "warmup", expect).await {
-        eprintln!("loadtest: warm-up run failed: {e}");
+    if let Err(e) = one_run(&http, &base, &format!("{prefix}warmup"), expect).await {
         let _ = stop_tx.send(());
-        return ExitCode::FAILURE;
+        return Err(format!("warm-up run failed: {e}"));
     }
 
     let next = Arc::new(AtomicUsize::new(0));
     let collected = Arc::new(Mutex::new(Collected::default()));
     let started = Instant::now();
+    let cpu_before = cpu_time();
     let deadline = started + Duration::from_secs(args.seconds);
     let mut clients = Vec::new();
     for _ in 0..args.concurrency {
-        let (http, base, next, collected) =
-            (http.clone(), base.clone(), next.clone(), collected.clone());
+        let (http, base, next, collected, prefix) = (
+            http.clone(),
+            base.clone(),
+            next.clone(),
+            collected.clone(),
+            prefix.to_string(),
+        );
         let runs = args.runs;
         clients.push(tokio::spawn(async move {
             loop {
@@ -464,7 +629,7 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
                 if i >= runs || Instant::now() >= deadline {
                     break;
                 }
-                let r = one_run(&http, &base, &format!("lt-{i}"), expect).await;
+                let r = one_run(&http, &base, &format!("{prefix}lt-{i}"), expect).await;
                 let mut c = collected.lock().unwrap_or_else(|p| p.into_inner());
                 match r {
                     Ok(r) => c.ok.push(r),
@@ -477,8 +642,11 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
         let _ = c.await;
     }
     let elapsed = started.elapsed();
+    let cpu = cpu_time().saturating_sub(cpu_before);
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
+    // Once the server closed the store (a clean close merges the log into sled).
+    let disk = if sled { disk_bytes(db) } else { 0 };
 
     let c = std::mem::take(&mut *collected.lock().unwrap_or_else(|p| p.into_inner()));
     let completed = c.ok.len();
@@ -498,7 +666,7 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
         "model": if args.scripted { "scripted" } else { "none" },
         "words": if args.scripted { json!(args.words) } else { Value::Null },
         "steps": if args.scripted { Value::Null } else { json!(args.steps) },
-        "storage": if args.sled { "sled" } else { "memory" },
+        "storage": if sled { "sled" } else { "memory" },
         "server": if args.nodelay { "axum::serve + TCP_NODELAY" } else { "serve_on" },
         "events": events,
         "events_per_run": events.checked_div(completed).unwrap_or(0),
@@ -506,12 +674,18 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
         "seconds": round3(secs),
         "runs_per_sec": round3(completed as f64 / secs),
         "events_per_sec": round3(events as f64 / secs),
+        "cpu_ms_per_run": round3(cpu.as_secs_f64() * 1000.0 / completed.max(1) as f64),
+        "disk_bytes": disk,
         "post_to_first_event": first,
         "post_to_first_token": first_token,
         "between_events": gaps,
         "run_wall": wall,
         "latency_note": "client-side: the envelope has no timestamp",
     });
+    Ok(report)
+}
+
+fn print_report(args: &Args, report: &Value) {
     if args.json {
         println!("{report}");
     } else {
@@ -526,10 +700,10 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
             report["storage"].as_str().unwrap_or(""),
             report["server"].as_str().unwrap_or(""),
             args.concurrency,
-            completed,
+            report["runs_completed"],
             args.runs,
-            c.failures.len(),
-            secs
+            report["runs_failed"],
+            report["seconds"].as_f64().unwrap_or(0.0)
         );
         println!(
             "runs/s {:.1}, events/s {:.0}, {} events per run\n",
@@ -553,13 +727,18 @@ async fn run(args: &Args, work: &std::path::Path, graphs: PathBuf) -> ExitCode {
                 s["max_ms"].as_f64().unwrap_or(0.0)
             );
         }
-        for f in c.failures.iter().take(10) {
-            eprintln!("failure: {f}");
+        println!(
+            "\nCPU per run {:.3} ms (the process, client included){}",
+            report["cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+            match report["disk_bytes"].as_u64() {
+                Some(b) if b > 0 => format!("; the store on disk: {} KB", b / 1024),
+                _ => String::new(),
+            }
+        );
+        if let Some(failures) = report["failures"].as_array() {
+            for f in failures {
+                eprintln!("failure: {}", f.as_str().unwrap_or_default());
+            }
         }
-    }
-    if c.failures.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
     }
 }
