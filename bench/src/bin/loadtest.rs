@@ -433,7 +433,10 @@ async fn compare(args: &Args, work: &std::path::Path, graphs: &std::path::Path) 
             [true, false]
         };
         for sled in order {
-            let db = work.join(format!("db-{round}-{}", if sled { "sled" } else { "memory" }));
+            let db = work.join(format!(
+                "db-{round}-{}",
+                if sled { "sled" } else { "memory" }
+            ));
             // Thread ids unique in the process: the scripted model keeps a cursor per thread.
             let prefix = format!("r{round}{}-", if sled { "s" } else { "m" });
             match run(args, &db, graphs, sled, &prefix).await {
@@ -531,8 +534,10 @@ fn cpu_time() -> Duration {
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
 
-/// Bytes of the files under `dir` (0 when it does not exist).
+/// Bytes the files under `dir` take on disk (allocated blocks: a sparse file counts what it
+/// holds, not its length; 0 when the folder does not exist).
 fn disk_bytes(dir: &std::path::Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -540,7 +545,7 @@ fn disk_bytes(dir: &std::path::Path) -> u64 {
         .flatten()
         .map(|e| match e.metadata() {
             Ok(m) if m.is_dir() => disk_bytes(&e.path()),
-            Ok(m) => m.len(),
+            Ok(m) => m.blocks() * 512,
             Err(_) => 0,
         })
         .sum()
