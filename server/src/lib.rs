@@ -111,7 +111,7 @@ pub use {utoipa, utoipa_axum};
 
 use agentgraph_dsl::Registry;
 use agentgraph_runtime::cache::{NodeCache, StoreCache};
-use agentgraph_runtime::checkpoint::{RunLeases, SledOptions, ThreadLocks};
+use agentgraph_runtime::checkpoint::{RunLeases, SledCompression, SledOptions, ThreadLocks};
 use agentgraph_runtime::store::{InMemoryStore, Store};
 use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
 use auth::{AuthConfig, AuthState, KeyStore, Owners};
@@ -360,7 +360,10 @@ impl ServerState {
         };
         let (mut storage, events): (GraphStorage, EventStore) = match &config.storage {
             Storage::Sled(dir) => {
-                let cp = SledCheckpointer::open_with(dir, SledOptions::from_env())
+                // Many concurrent runs: sled's page compression costs the merge a zstd context
+                // (and a trapped `cpuid`) per logged message, so a new store compresses values.
+                let options = SledOptions::from_env_or(SledCompression::Values);
+                let cp = SledCheckpointer::open_with(dir, options)
                     .map_err(|e| ServerError::Storage(e.to_string()))?;
                 let events = EventStore::beside(cp.store(), limits)?;
                 (

@@ -24,14 +24,17 @@ pub type SledCheckpointer = KvCheckpointer<SledStore>;
 /// form is recorded in it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SledCompression {
-    /// sled compresses its pages with zstd (the default): the smallest files (chain 1000:
-    /// 0.83 MB, 2.6 MB without), but sled 0.34 builds a zstd context for every message it
-    /// logs, over half of the log's merge CPU on a loaded server (see `docs/benchmarks.md`).
+    /// sled compresses its pages with zstd (the default of [`SledOptions`], so of the CLI and
+    /// embedded stores): the smallest files (chain 1000: 0.83 MB, 2.6 MB without), but sled
+    /// 0.34 builds a zstd context for every message it logs, over half of the log's merge CPU
+    /// on a loaded server, most of it the `cpuid` each context asks for, which traps in a
+    /// virtual machine (see `wal/codec.rs` and `docs/benchmarks.md`).
     #[default]
     Pages,
     /// sled's pages are left as they are and values of 128 bytes or more are compressed by the
-    /// write-ahead log's merge, one context per merge (`wal/codec.rs`): less CPU under load,
-    /// more disk for small values (chain 1000: 2.1 MB).
+    /// write-ahead log's merge, lz4 below 1 KB and zstd above with one context per merge
+    /// (`wal/codec.rs`): less CPU under load, more disk for small values (chain 1000:
+    /// 2.1 MB). The server's default ([`SledOptions::from_env_or`]).
     Values,
     /// Nothing is compressed.
     Off,
@@ -65,7 +68,17 @@ impl SledOptions {
     /// `AGENTGRAPH_SLED_COMPRESSION`: `pages` (or `on`), `values`, `off` (the CLI and the
     /// server open their stores with this).
     pub fn from_env() -> Self {
-        let mut o = SledOptions::default();
+        SledOptions::from_env_or(SledCompression::Pages)
+    }
+
+    /// [`SledOptions::from_env`] with another compression for a new store when
+    /// `AGENTGRAPH_SLED_COMPRESSION` is unset: the server passes [`SledCompression::Values`]
+    /// (many concurrent runs: the merge's CPU competes with them, see docs/runtime.md).
+    pub fn from_env_or(compression: SledCompression) -> Self {
+        let mut o = SledOptions {
+            compression,
+            ..SledOptions::default()
+        };
         if let Ok(v) = std::env::var("AGENTGRAPH_SLED_COMPRESSION") {
             match v.trim().to_ascii_lowercase().as_str() {
                 "off" | "0" | "false" | "no" => o.compression = SledCompression::Off,
@@ -73,7 +86,8 @@ impl SledOptions {
                 "values" => o.compression = SledCompression::Values,
                 other => tracing::warn!(
                     value = other,
-                    "AGENTGRAPH_SLED_COMPRESSION is not pages, values or off; keeping the default (pages)"
+                    default = ?compression,
+                    "AGENTGRAPH_SLED_COMPRESSION is not pages, values or off; keeping the default"
                 ),
             }
         }

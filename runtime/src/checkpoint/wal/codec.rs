@@ -3,32 +3,55 @@
 //! sled 0.34 compresses every log message it writes (each key's insert, each page rewrite)
 //! with a zstd context it builds and drops per message; on a loaded durable server that was
 //! most of the merge's CPU and a fifth of all the CPU storage costs (see `docs/benchmarks.md`).
+//! Building a zstd context costs more than it looks under virtualization: zstd asks the CPU
+//! for its features (`cpuid`) each time, and in a virtual machine every `cpuid` traps to the
+//! hypervisor (4–5 µs each measured on the 2-core machines here, where
+//! `ZSTD_createCCtx_advanced` was the top symbol of a loaded server's profile).
+//!
 //! A database created with value compression (`SledCompression::Values`) leaves sled's
-//! compression off and compresses *values* instead, on the merger's thread with one context per
-//! merge: a value worth it is stored as a zstd frame behind a one-byte tag, any other value
-//! behind the tag for "as is". Small values gain little alone, so such a store takes more disk
-//! than one with sled's pages compressed (the default).
+//! compression off and compresses *values* instead, on the merger's thread: a value worth it is
+//! stored behind a one-byte tag as an lz4 block (up to [`LZ4_BELOW`] bytes) or a zstd frame (one
+//! context per merge), any other value behind the tag for "as is". Small values gain little
+//! alone, so such a store takes more disk than one with sled's pages compressed.
 //!
 //! Which form a database uses is decided once, when it is created, and kept in the key
-//! [`MARKER`] of sled's default tree; a database without the marker (sled's page compression,
-//! none, or an older version) stores values as they are.
+//! [`MARKER`] of sled's default tree: `tagged-2` (lz4 and zstd), `tagged-zstd-1` (made by an
+//! earlier version: zstd only, and kept so, since that version knows no other tag). A database
+//! without the marker (sled's page compression, none, or an older version) stores values as
+//! they are.
 
 use super::WalError;
 use std::borrow::Cow;
 
 /// The key of sled's default tree saying values are tagged (see the module docs).
 pub(super) const MARKER: &[u8] = b"agentgraph.wal.value-codec";
-/// The marker's value: the tags below, zstd for compressed values.
-const MARKER_VALUE: &[u8] = b"tagged-zstd-1";
+/// The marker of a database whose values are tagged, small ones compressed with lz4 and large
+/// ones with zstd (what a new database gets).
+const MARKER_VALUE: &[u8] = b"tagged-2";
+/// The marker of a database created by an earlier version: every compressed value is zstd, and
+/// it stays so (an earlier version reading it back knows no other tag).
+const MARKER_ZSTD_ONLY: &[u8] = b"tagged-zstd-1";
 
 /// The tag of a value stored as it is.
 const TAG_PLAIN: u8 = 0;
 /// The tag of a compressed value: the value's length (u32, little endian), then a zstd frame.
 const TAG_ZSTD: u8 = 1;
+/// The tag of a compressed value: the value's length (u32, little endian), then an lz4 block.
+const TAG_LZ4: u8 = 2;
 
 /// Values shorter than this are not worth a compression attempt (keys' markers, ids, small
-/// records): a zstd frame has a dozen bytes of overhead.
+/// records): a compressed form has a dozen bytes of overhead.
 const MIN_COMPRESS: usize = 128;
+
+/// Values from [`MIN_COMPRESS`] up to this size go to lz4, larger ones to zstd. Measured on the
+/// values of the server's load test (checkpoints and channel blobs of a few hundred bytes):
+/// zstd took 4.7 µs per value for 62 % of the bytes, lz4 0.5 µs for 73 %; zstd's entropy
+/// tables only pay off on larger values (the server's event packs, several KB each).
+const LZ4_BELOW: usize = 1024;
+
+/// An lz4 block expands at most this much (a run of one byte), so a stated length beyond it is
+/// damage, not a value to allocate for.
+const LZ4_MAX_RATIO: usize = 255;
 
 /// The zstd level: the fastest, as sled's setting was.
 const LEVEL: i32 = 1;
@@ -38,7 +61,9 @@ const LEVEL: i32 = 1;
 pub(super) enum Codec {
     /// As they are (a database without the marker).
     Plain,
-    /// Behind a tag, compressed when worth it.
+    /// Behind a tag, compressed with zstd when worth it (a database an earlier version made).
+    TaggedZstd,
+    /// Behind a tag, compressed when worth it: lz4 for small values, zstd for large ones.
     Tagged,
 }
 
@@ -49,6 +74,7 @@ impl Codec {
     pub(super) fn open(db: &sled::Db, fresh: bool, compress: bool) -> Result<Codec, WalError> {
         match db.get(MARKER)? {
             Some(v) if v.as_ref() == MARKER_VALUE => Ok(Codec::Tagged),
+            Some(v) if v.as_ref() == MARKER_ZSTD_ONLY => Ok(Codec::TaggedZstd),
             Some(v) => Err(WalError::Value(format!(
                 "the database's value format is `{}`, which this version does not read",
                 String::from_utf8_lossy(&v)
@@ -77,11 +103,22 @@ impl Codec {
         }
         match stored.first() {
             Some(&TAG_PLAIN) => Ok(Decoded::Stored(stored, 1)),
-            Some(&TAG_ZSTD) => {
+            Some(&tag @ (TAG_ZSTD | TAG_LZ4)) => {
                 let (len, frame) = stored[1..]
                     .split_first_chunk::<4>()
                     .ok_or_else(|| damaged("a compressed value without its length"))?;
                 let len = u32::from_le_bytes(*len) as usize;
+                if tag == TAG_LZ4 {
+                    if len > frame.len().saturating_mul(LZ4_MAX_RATIO) {
+                        return Err(damaged("an lz4 value longer than its block can hold"));
+                    }
+                    let out = lz4_flex::block::decompress(frame, len)
+                        .map_err(|e| damaged(&e.to_string()))?;
+                    if out.len() != len {
+                        return Err(damaged("a compressed value of another length"));
+                    }
+                    return Ok(Decoded::Owned(out));
+                }
                 // One decompression context per thread: building one per value showed in the
                 // profile of a loaded server.
                 thread_local! {
@@ -145,15 +182,18 @@ impl Encoder {
             return Cow::Borrowed(value);
         }
         if value.len() >= MIN_COMPRESS && u32::try_from(value.len()).is_ok() {
-            let zstd = self.zstd.get_or_insert_with(zstd::block::Compressor::new);
-            if let Ok(frame) = zstd.compress(value, LEVEL) {
-                if frame.len() + 5 < value.len() {
-                    let mut out = Vec::with_capacity(frame.len() + 5);
-                    out.push(TAG_ZSTD);
-                    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
-                    out.extend_from_slice(&frame);
-                    return Cow::Owned(out);
-                }
+            let (tag, frame) = if self.codec == Codec::Tagged && value.len() < LZ4_BELOW {
+                (TAG_LZ4, Some(lz4_flex::block::compress(value)))
+            } else {
+                let zstd = self.zstd.get_or_insert_with(zstd::block::Compressor::new);
+                (TAG_ZSTD, zstd.compress(value, LEVEL).ok())
+            };
+            if let Some(frame) = frame.filter(|f| f.len() + 5 < value.len()) {
+                let mut out = Vec::with_capacity(frame.len() + 5);
+                out.push(tag);
+                out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+                out.extend_from_slice(&frame);
+                return Cow::Owned(out);
             }
         }
         let mut out = Vec::with_capacity(value.len() + 1);
@@ -183,9 +223,28 @@ mod tests {
             assert_eq!(back.into_vec(), v);
         }
         let stored = enc.encode(&large);
-        assert_eq!(stored[0], TAG_ZSTD, "a repetitive value is compressed");
+        assert_eq!(stored[0], TAG_LZ4, "a repetitive value of 880 bytes goes to lz4");
         assert!(stored.len() < large.len() / 4, "{} bytes", stored.len());
+        let larger = large.repeat(2);
+        let stored = enc.encode(&larger);
+        assert_eq!(stored[0], TAG_ZSTD, "one of 1 760 bytes goes to zstd");
+        assert!(stored.len() < larger.len() / 8, "{} bytes", stored.len());
         assert_eq!(Codec::Plain.encoder().encode(&large).as_ref(), &large[..]);
+    }
+
+    #[test]
+    fn a_database_of_the_earlier_form_keeps_compressing_with_zstd_only() {
+        let large = "{\"messages\":[\"hello\"]}".repeat(40).into_bytes();
+        let stored = Codec::TaggedZstd.encoder().encode(&large);
+        assert_eq!(stored[0], TAG_ZSTD);
+        // Either form reads every tag.
+        for codec in [Codec::Tagged, Codec::TaggedZstd] {
+            let back = codec.decode(stored.as_ref().into()).expect("decode");
+            assert_eq!(back.into_vec(), large);
+        }
+        let lz4 = Codec::Tagged.encoder().encode(&large);
+        let back = Codec::TaggedZstd.decode(lz4.as_ref().into()).expect("decode");
+        assert_eq!(back.into_vec(), large);
     }
 
     #[test]
@@ -195,6 +254,10 @@ mod tests {
             &[7, 1, 2][..],
             &[TAG_ZSTD, 1][..],
             &[TAG_ZSTD, 9, 0, 0, 0, 1, 2, 3][..],
+            &[TAG_LZ4, 1][..],
+            &[TAG_LZ4, 9, 0, 0, 0, 1, 2, 3][..],
+            // A stated length no block of this size could hold: refused before allocating.
+            &[TAG_LZ4, 0xff, 0xff, 0xff, 0x7f, 0x10, 0x61][..],
         ] {
             assert!(Codec::Tagged.decode(bad.into()).is_err(), "{bad:?}");
         }
@@ -212,6 +275,11 @@ mod tests {
         assert_eq!(
             Codec::open(&db, false, false).expect("codec"),
             Codec::Tagged
+        );
+        db.insert(MARKER, MARKER_ZSTD_ONLY).expect("insert");
+        assert_eq!(
+            Codec::open(&db, false, true).expect("codec"),
+            Codec::TaggedZstd
         );
         db.insert(MARKER, &b"other"[..]).expect("insert");
         assert!(Codec::open(&db, false, true).is_err());
