@@ -16,6 +16,9 @@ pub(super) struct Ring {
     pub(super) packed_upto: u64,
     /// The packs on disk, oldest first, as (first, last) ids.
     pub(super) packs: VecDeque<(u64, u64)>,
+    /// The thread has its `n` key on disk (the index of threads with events): written with
+    /// the first event appended while this is unset.
+    pub(super) indexed: bool,
 }
 
 impl Ring {
@@ -26,6 +29,7 @@ impl Ring {
             next_seq: 1,
             packed_upto: 0,
             packs: VecDeque::new(),
+            indexed: false,
         }
     }
 

@@ -7,13 +7,16 @@
 //! does not hold, so after a crash the ids continue above everything any client received and
 //! `Last-Event-ID` replay is exact.
 //!
-//! Everything lives in one tree, `server`, so an event and its thread's next id are one batch:
+//! Everything lives in one tree, `server`. A thread's next id is one above its newest event,
+//! which the bounds never drop, or its `n` key if that is higher (older servers rewrote `n`
+//! with every event; now it is written with a thread's first event and by `advance`):
 //!
 //! ```text
 //! E thread 0 seq(u64 BE)   the envelope JSON
 //! E thread 0 first last    a pack: the events first..=last that are still kept, each as
 //!                          seq(u64 BE) len(u32 BE) JSON (see `pack`)
-//! n thread                 the next id (u64 BE)
+//! n thread                 the thread has events (the index `close_unfinished_runs` scans);
+//!                          a lower bound of its next id (u64 BE)
 //! g thread                 the graph the thread last ran
 //! r thread                 the id of the run in flight (removed when it ends)
 //! v thread                 the graph version the thread is pinned to (removed when its run ends for good)
@@ -218,6 +221,7 @@ impl EventStore {
                 }
             }
             if let Some(v) = t.get(&meta_key(b'n', thread)).map_err(storage)? {
+                ring.indexed = true;
                 if let Ok(b) = <[u8; 8]>::try_from(v.as_ref()) {
                     ring.next_seq = ring.next_seq.max(u64::from_be_bytes(b));
                 }
@@ -267,8 +271,15 @@ impl EventStore {
             if let Some(t) = &self.trees {
                 // The event's key is new (ids are never given twice), so the run's end, which
                 // packs the events and deletes their keys, leaves no tombstone for the merge.
+                // `n` is written once per thread: it indexes the threads with events, and the
+                // next id is read back from the newest event, which the bounds always keep
+                // (loose or in a pack; see `hub`).
                 let new = vec![(event_key(thread, seq), json.as_bytes().to_vec())];
-                let puts = vec![(meta_key(b'n', thread), (seq + 1).to_be_bytes().to_vec())];
+                let mut puts = Vec::new();
+                if !ring.indexed {
+                    puts.push((meta_key(b'n', thread), (seq + 1).to_be_bytes().to_vec()));
+                    ring.indexed = true;
+                }
                 let deletes = removed
                     .into_iter()
                     .map(|old| event_key(thread, old))
@@ -321,6 +332,7 @@ impl EventStore {
         ring.next_seq = next;
         if let Some(t) = &self.trees {
             put(t, meta_key(b'n', thread), &next.to_be_bytes())?;
+            ring.indexed = true;
         }
         Ok(())
     }
