@@ -223,7 +223,10 @@ mod tests {
             assert_eq!(back.into_vec(), v);
         }
         let stored = enc.encode(&large);
-        assert_eq!(stored[0], TAG_LZ4, "a repetitive value of 880 bytes goes to lz4");
+        assert_eq!(
+            stored[0], TAG_LZ4,
+            "a repetitive value of 880 bytes goes to lz4"
+        );
         assert!(stored.len() < large.len() / 4, "{} bytes", stored.len());
         let larger = large.repeat(2);
         let stored = enc.encode(&larger);
@@ -243,7 +246,9 @@ mod tests {
             assert_eq!(back.into_vec(), large);
         }
         let lz4 = Codec::Tagged.encoder().encode(&large);
-        let back = Codec::TaggedZstd.decode(lz4.as_ref().into()).expect("decode");
+        let back = Codec::TaggedZstd
+            .decode(lz4.as_ref().into())
+            .expect("decode");
         assert_eq!(back.into_vec(), large);
     }
 
