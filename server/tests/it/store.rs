@@ -86,3 +86,33 @@ async fn a_given_store_wins_and_a_bare_checkpointer_has_none() {
         .expect("get");
     assert_eq!(item.map(|i| i.value), Some(json!("given")));
 }
+
+/// A server opens a new sled folder with value compression (sled's page compression builds a
+/// zstd context per logged message; see docs/runtime.md), unless the environment chose.
+#[tokio::test]
+async fn a_new_sled_folder_of_the_server_compresses_values_not_pages() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("lookup.ag"), LOOKUP).expect("write");
+    let db = dir.path().join("db");
+    let config = ServerConfig::new(dir.path(), &db).storage(Storage::Sled(db.clone()));
+    let state = ServerState::new(&config).expect("state");
+    state.shutdown().await.expect("shutdown");
+    drop(state);
+    let chosen = std::env::var("AGENTGRAPH_SLED_COMPRESSION").ok();
+    let (pages, marker): (bool, Option<&[u8]>) = match chosen.as_deref() {
+        None => (false, Some(b"tagged-2")),
+        Some("values") => (false, Some(b"tagged-2")),
+        Some("off" | "0" | "false" | "no") => (false, None),
+        Some(_) => (true, None),
+    };
+    assert_eq!(
+        agentgraph_runtime::checkpoint::sled_folder_compression(&db),
+        Some(pages),
+        "sled's page compression (AGENTGRAPH_SLED_COMPRESSION={chosen:?})"
+    );
+    let sled = agentgraph_runtime::checkpoint::sled_config(&db, 1 << 20, pages)
+        .open()
+        .expect("reopen");
+    let found = sled.get(b"agentgraph.wal.value-codec").expect("get");
+    assert_eq!(found.as_deref(), marker, "the value codec's marker");
+}
