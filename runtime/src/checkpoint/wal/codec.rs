@@ -4,8 +4,8 @@
 //! with a zstd context it builds and drops per message; on a loaded durable server that was
 //! most of the merge's CPU and a fifth of all the CPU storage costs (see `docs/benchmarks.md`).
 //! Building a zstd context costs more than it looks under virtualization: zstd asks the CPU
-//! for its features (`cpuid`) each time, and in a virtual machine every `cpuid` traps to the
-//! hypervisor (4–5 µs each measured on the 2-core machines here, where
+//! for its features (two `cpuid`s) each time, and in a virtual machine every `cpuid` traps to
+//! the hypervisor (4–5 µs each measured on the 2-core machines here, where
 //! `ZSTD_createCCtx_advanced` was the top symbol of a loaded server's profile).
 //!
 //! A database created with value compression (`SledCompression::Values`) leaves sled's
