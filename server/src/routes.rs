@@ -7,7 +7,7 @@ use crate::runs::{self, Cancelled};
 use crate::thread_run::{open_run, OpenError, OpenRun, Opening};
 use crate::{ServerState, Versioned};
 use agentgraph_runtime::{
-    CheckpointId, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunErrorKind,
+    CheckpointId, Durability, ListQuery, Mode, Modes, Resume, RunConfig, RunError, RunErrorKind,
 };
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
@@ -201,6 +201,11 @@ pub(crate) struct RunRequest {
     /// Run-scoped settings (`RunConfig::configurable`).
     #[serde(default)]
     config: Option<Map<String, Value>>,
+    /// When checkpoints reach the disk: `sync` (the default: each one before the next step),
+    /// `async` (in the background; the run's end waits for the last) or `exit` (one at the
+    /// end of the run).
+    #[serde(default)]
+    durability: Option<String>,
 }
 
 /// `POST /threads/{id}/resume` body.
@@ -219,6 +224,17 @@ pub(crate) struct ResumeRequest {
     /// Modes to stream (default updates, custom, messages).
     #[serde(default)]
     stream_modes: Option<Vec<String>>,
+    /// When checkpoints reach the disk (as for a run; default `sync`).
+    #[serde(default)]
+    durability: Option<String>,
+}
+
+/// The durability a request names (`sync` when it names none).
+pub(crate) fn durability(name: Option<&str>) -> ApiResult<Durability> {
+    name.map_or(Ok(Durability::Sync), |d| {
+        d.parse()
+            .map_err(|e: String| ApiError::bad_request("BAD_DURABILITY", e))
+    })
 }
 
 pub(crate) fn modes(list: Option<Vec<String>>) -> ApiResult<Modes> {
@@ -272,9 +288,12 @@ pub(crate) async fn start_run(
         }
     };
     let modes = modes(req.stream_modes)?;
+    let durability = durability(req.durability.as_deref())?;
     runs::ensure_idle(&state, &thread)?;
     let graph = state.inner.graphs.get_versioned(&req.graph).await?;
-    let mut config = RunConfig::thread(thread.clone()).modes(modes);
+    let mut config = RunConfig::thread(thread.clone())
+        .modes(modes)
+        .durability(durability);
     config.recursion_limit = req.recursion_limit;
     if let Some(c) = req.config {
         config.configurable = c;
@@ -330,13 +349,16 @@ pub(crate) async fn resume(
         other => body(other)?,
     };
     let modes = modes(req.stream_modes)?;
+    let durability = durability(req.durability.as_deref())?;
     runs::ensure_idle(&state, &thread)?;
     let (name, graph) = thread_graph_pinned(&state, &thread, req.graph).await?;
     let answer = match req.values_by_id {
         Some(map) => Resume::ById(map),
         None => Resume::Value(req.value),
     };
-    let mut config = RunConfig::thread(thread.clone()).modes(modes);
+    let mut config = RunConfig::thread(thread.clone())
+        .modes(modes)
+        .durability(durability);
     confine_session(&caller, &thread, &mut config);
     let permit = run_permit(&state, &caller)?;
     let run = open_run(&graph.0, Opening::Resume(answer), config)

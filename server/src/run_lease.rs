@@ -9,7 +9,7 @@ use agentgraph_runtime::checkpoint::{
     ChannelEntry, Checkpoint, CheckpointError, CheckpointTuple, Checkpointer, ListQuery,
     PruneStats, RunLeases,
 };
-use agentgraph_runtime::{CheckpointId, Input, Mode, Modes, Resume, RunConfig};
+use agentgraph_runtime::{CheckpointId, Durability, Input, Mode, Modes, Resume, RunConfig};
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -72,6 +72,9 @@ pub(crate) struct RunSpec {
     pub(crate) modes: Vec<String>,
     pub(crate) recursion_limit: Option<usize>,
     pub(crate) configurable: Map<String, Value>,
+    /// Absent in the specs of earlier versions: `sync`, their only mode.
+    #[serde(default)]
+    pub(crate) durability: Durability,
 }
 
 impl RunSpec {
@@ -99,6 +102,7 @@ impl RunSpec {
                 .collect(),
             recursion_limit: config.recursion_limit,
             configurable: config.configurable.clone(),
+            durability: config.durability,
         }
     }
 
@@ -115,7 +119,9 @@ impl RunSpec {
     /// The run's configuration on `thread` with id `run_id`.
     pub(crate) fn config(&self, thread: &str, run_id: &str) -> RunConfig {
         let modes: Vec<Mode> = self.modes.iter().filter_map(|m| m.parse().ok()).collect();
-        let mut config = RunConfig::thread(thread).modes(Modes::of(&modes));
+        let mut config = RunConfig::thread(thread)
+            .modes(Modes::of(&modes))
+            .durability(self.durability);
         config.recursion_limit = self.recursion_limit;
         config.configurable = self.configurable.clone();
         config.run_id = Some(run_id.to_string());
@@ -386,5 +392,26 @@ async fn renew(state: &ServerState, leases: &dyn RunLeases, settings: &LeaseSett
         // The runs go on until their lease runs out locally, then stop.
         Ok(Err(e)) => tracing::warn!("cannot renew run leases: {e}"),
         Err(_) => tracing::warn!("renewing run leases timed out"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_spec_keeps_the_runs_durability_and_an_older_one_reads_as_sync() {
+        let config = RunConfig::thread("t").durability(Durability::Exit);
+        let spec = RunSpec::new("g", None, &Input::Values(Value::Null), &config);
+        let stored = serde_json::to_string(&spec).expect("encode");
+        let back: RunSpec = serde_json::from_str(&stored).expect("decode");
+        assert_eq!(back.config("t", "r1").durability, Durability::Exit);
+
+        // A spec an earlier version recorded has no `durability`.
+        let mut older: Value = serde_json::from_str(&stored).expect("json");
+        assert_eq!(older["durability"], "exit", "{older}");
+        older.as_object_mut().map(|o| o.remove("durability"));
+        let older: RunSpec = serde_json::from_value(older).expect("an older spec reads");
+        assert_eq!(older.config("t", "r1").durability, Durability::Sync);
     }
 }

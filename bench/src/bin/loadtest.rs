@@ -24,7 +24,9 @@
 //! and the run's wall time (POST → run-end event).
 //!
 //! Each report also gives the process's CPU time per run (user + system, from `getrusage`,
-//! client included) and, for sled, the store's size on disk once the server closed it.
+//! client included), its voluntary context switches per run ("sleeps": a thread waited, on
+//! the disk, a lock or for work; in a virtual machine each one costs an exit and a wake-up)
+//! and, for sled, the store's size on disk once the server closed it.
 //!
 //! `--compare R` measures both storages side by side in one process: R rounds, each a memory
 //! run and a sled run (the order alternating round by round, a fresh store each time), and
@@ -49,7 +51,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const USAGE: &str = "usage: loadtest [--runs N] [--concurrency C] [--seconds S] \
-[--model scripted|none] [--words W] [--steps K] [--sled] [--compare R] [--nodelay] [--json]
+[--model scripted|none] [--words W] [--steps K] [--sled] [--compare R]
+[--durability sync|async|exit] [--nodelay] [--json]
   --runs N         runs to start (default 200)
   --concurrency C  runs in flight at once, one client task each (default 8)
   --seconds S      stop starting runs after S seconds (default 60)
@@ -60,6 +63,7 @@ const USAGE: &str = "usage: loadtest [--runs N] [--concurrency C] [--seconds S] 
   --sled           store checkpoints and events in a temporary sled folder (default memory)
   --compare R      R rounds of one memory and one sled run each, alternating which goes
                    first; reports every round and the median of sled ÷ memory runs/s
+  --durability D   the runs' durability (the server's default, sync, when not given)
   --nodelay        serve with TCP_NODELAY on accepted sockets (axum::serve over the router)
                    instead of agentgraph_server::serve_on, to compare
   --json           print the report as JSON instead of a table";
@@ -73,6 +77,8 @@ struct Args {
     steps: usize,
     sled: bool,
     compare: usize,
+    /// The `durability` of each run request (`None`: the server's default).
+    durability: Option<&'static str>,
     nodelay: bool,
     json: bool,
 }
@@ -87,6 +93,7 @@ fn parse_args() -> Result<Args, String> {
         steps: 5,
         sled: false,
         compare: 0,
+        durability: None,
         nodelay: false,
         json: false,
     };
@@ -112,6 +119,14 @@ fn parse_args() -> Result<Args, String> {
             }
             "--sled" => a.sled = true,
             "--compare" => a.compare = (num("--compare")? as usize).max(1),
+            "--durability" => {
+                a.durability = match it.next().as_deref() {
+                    Some("sync") => Some("sync"),
+                    Some("async") => Some("async"),
+                    Some("exit") => Some("exit"),
+                    _ => return Err("--durability needs `sync`, `async` or `exit`".into()),
+                }
+            }
             "--nodelay" => a.nodelay = true,
             "--json" => a.json = true,
             "-h" | "--help" => return Err(String::new()),
@@ -147,6 +162,8 @@ struct Expect {
     messages: usize,
     /// The body's `stream_modes` (`None`: the server's default, updates + custom + messages).
     updates_only: bool,
+    /// The body's `durability`.
+    durability: Option<&'static str>,
 }
 
 impl Expect {
@@ -157,12 +174,14 @@ impl Expect {
                 updates: 3,
                 messages: 2 * args.words + 2,
                 updates_only: false,
+                durability: args.durability,
             }
         } else {
             Expect {
                 updates: args.steps,
                 messages: 0,
                 updates_only: true,
+                durability: args.durability,
             }
         }
     }
@@ -256,11 +275,17 @@ async fn one_run(
     let r = tokio::time::timeout_at(
         deadline,
         http.post(format!("{base}/threads/{thread}/runs"))
-            .json(&if expect.updates_only {
-                json!({"graph": "load", "input": {}, "stream_modes": ["updates"]})
-            } else {
-                json!({"graph": "load",
-                       "input": {"messages": [{"type": "human", "content": "What is 17 * 23 + 4?"}]}})
+            .json(&{
+                let mut body = if expect.updates_only {
+                    json!({"graph": "load", "input": {}, "stream_modes": ["updates"]})
+                } else {
+                    json!({"graph": "load",
+                           "input": {"messages": [{"type": "human", "content": "What is 17 * 23 + 4?"}]}})
+                };
+                if let Some(d) = expect.durability {
+                    body["durability"] = json!(d);
+                }
+                body
             })
             .send(),
     )
@@ -457,12 +482,14 @@ async fn compare(args: &Args, work: &std::path::Path, graphs: &std::path::Path) 
         let ratio = if m > 0.0 { s / m } else { 0.0 };
         if !args.json {
             println!(
-                "round {:>2}: memory {:>7.1} runs/s ({:.3} ms CPU/run), sled {:>7.1} runs/s ({:.3} ms CPU/run, {} KB on disk): {:.1} %",
+                "round {:>2}: memory {:>7.1} runs/s ({:.3} ms CPU/run, {:.1} sleeps/run), sled {:>7.1} runs/s ({:.3} ms CPU/run, {:.1} sleeps/run, {} KB on disk): {:.1} %",
                 round + 1,
                 m,
                 memory["cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+                memory["sleeps_per_run"].as_f64().unwrap_or(0.0),
                 s,
                 sled["cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+                sled["sleeps_per_run"].as_f64().unwrap_or(0.0),
                 sled["disk_bytes"].as_u64().unwrap_or(0) / 1024,
                 ratio * 100.0
             );
@@ -489,19 +516,23 @@ async fn compare(args: &Args, work: &std::path::Path, graphs: &std::path::Path) 
         "median_sled_runs_per_sec": median("runs_per_sec", Some("sled")),
         "median_memory_cpu_ms_per_run": median("cpu_ms_per_run", Some("memory")),
         "median_sled_cpu_ms_per_run": median("cpu_ms_per_run", Some("sled")),
+        "median_memory_sleeps_per_run": median("sleeps_per_run", Some("memory")),
+        "median_sled_sleeps_per_run": median("sleeps_per_run", Some("sled")),
         "median_sled_disk_bytes": median("disk_bytes", Some("sled")),
     });
     if args.json {
         println!("{}", json!({ "summary": summary, "rounds": rounds }));
     } else {
         println!(
-            "median of {} rounds: sled ÷ memory {:.1} % (memory {:.1} runs/s, {:.3} ms CPU/run; sled {:.1} runs/s, {:.3} ms CPU/run)",
+            "median of {} rounds: sled ÷ memory {:.1} % (memory {:.1} runs/s, {:.3} ms CPU/run, {:.1} sleeps/run; sled {:.1} runs/s, {:.3} ms CPU/run, {:.1} sleeps/run)",
             args.compare,
             summary["median_ratio"].as_f64().unwrap_or(0.0) * 100.0,
             summary["median_memory_runs_per_sec"].as_f64().unwrap_or(0.0),
             summary["median_memory_cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+            summary["median_memory_sleeps_per_run"].as_f64().unwrap_or(0.0),
             summary["median_sled_runs_per_sec"].as_f64().unwrap_or(0.0),
             summary["median_sled_cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+            summary["median_sled_sleeps_per_run"].as_f64().unwrap_or(0.0),
         );
     }
     if failed {
@@ -521,17 +552,22 @@ fn median_of(sorted: &[f64]) -> f64 {
     }
 }
 
-/// CPU time (user + system) this process has used so far.
-fn cpu_time() -> Duration {
+/// What this process has used so far: CPU time (user + system) and voluntary context
+/// switches (a thread went to sleep: a worker parking with nothing to run, a wait on a lock or
+/// on the disk). Zero when `getrusage` fails.
+fn usage() -> (Duration, u64) {
     // SAFETY: `getrusage` only writes the struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
-        return Duration::ZERO;
+        return (Duration::ZERO, 0);
     }
     let tv = |t: libc::timeval| {
         Duration::from_secs(t.tv_sec.max(0) as u64) + Duration::from_micros(t.tv_usec.max(0) as u64)
     };
-    tv(usage.ru_utime) + tv(usage.ru_stime)
+    (
+        tv(usage.ru_utime) + tv(usage.ru_stime),
+        usage.ru_nvcsw.max(0) as u64,
+    )
 }
 
 /// Bytes the files under `dir` take on disk (allocated blocks: a sparse file counts what it
@@ -616,7 +652,7 @@ async fn run(
     let next = Arc::new(AtomicUsize::new(0));
     let collected = Arc::new(Mutex::new(Collected::default()));
     let started = Instant::now();
-    let cpu_before = cpu_time();
+    let (cpu_before, sleeps_before) = usage();
     let deadline = started + Duration::from_secs(args.seconds);
     let mut clients = Vec::new();
     for _ in 0..args.concurrency {
@@ -647,7 +683,9 @@ async fn run(
         let _ = c.await;
     }
     let elapsed = started.elapsed();
-    let cpu = cpu_time().saturating_sub(cpu_before);
+    let (cpu_after, sleeps_after) = usage();
+    let cpu = cpu_after.saturating_sub(cpu_before);
+    let sleeps = sleeps_after.saturating_sub(sleeps_before);
     let _ = stop_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(30), server).await;
     // Once the server closed the store (a clean close merges the log into sled).
@@ -672,6 +710,7 @@ async fn run(
         "words": if args.scripted { json!(args.words) } else { Value::Null },
         "steps": if args.scripted { Value::Null } else { json!(args.steps) },
         "storage": if sled { "sled" } else { "memory" },
+        "durability": args.durability.unwrap_or("sync (the default)"),
         "server": if args.nodelay { "axum::serve + TCP_NODELAY" } else { "serve_on" },
         "events": events,
         "events_per_run": events.checked_div(completed).unwrap_or(0),
@@ -680,6 +719,7 @@ async fn run(
         "runs_per_sec": round3(completed as f64 / secs),
         "events_per_sec": round3(events as f64 / secs),
         "cpu_ms_per_run": round3(cpu.as_secs_f64() * 1000.0 / completed.max(1) as f64),
+        "sleeps_per_run": round3(sleeps as f64 / completed.max(1) as f64),
         "disk_bytes": disk,
         "post_to_first_event": first,
         "post_to_first_token": first_token,
@@ -733,8 +773,9 @@ fn print_report(args: &Args, report: &Value) {
             );
         }
         println!(
-            "\nCPU per run {:.3} ms (the process, client included){}",
+            "\nCPU per run {:.3} ms (the process, client included), {:.1} sleeps per run{}",
             report["cpu_ms_per_run"].as_f64().unwrap_or(0.0),
+            report["sleeps_per_run"].as_f64().unwrap_or(0.0),
             match report["disk_bytes"].as_u64() {
                 Some(b) if b > 0 => format!("; the store on disk: {} KB", b / 1024),
                 _ => String::new(),

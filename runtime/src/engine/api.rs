@@ -9,7 +9,7 @@ use crate::ids::CheckpointId;
 use crate::node::Interrupt;
 use crate::stream::{Emitter, Event, Modes};
 use crate::update::START;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, HashSet};
 use std::pin::Pin;
@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// When checkpoints reach the disk.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Durability {
     /// Each checkpoint is flushed before the next step starts (the default: a crash loses at

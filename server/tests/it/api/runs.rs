@@ -87,3 +87,61 @@ async fn interrupt_and_resume_over_http() {
     assert_eq!((st, error_code(&v)), (400, "NOTHING_TO_RESUME"));
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_chooses_its_durability() {
+    let s = Server::memory().await;
+    let history = |thread: &'static str| {
+        let s = &s;
+        async move {
+            let (st, v) = s.get(&format!("/threads/{thread}/history")).await;
+            assert_eq!(st, 200, "{v}");
+            v["history"].as_array().map(Vec::len).unwrap_or(0)
+        }
+    };
+    for (thread, durability) in [
+        ("d-default", None),
+        ("d-sync", Some("sync")),
+        ("d-async", Some("async")),
+        ("d-exit", Some("exit")),
+    ] {
+        let mut body = json!({"graph": "counter", "input": {"limit": 3}});
+        if let Some(d) = durability {
+            body["durability"] = json!(d);
+        }
+        let (st, v) = s.post(&format!("/threads/{thread}/runs"), body).await;
+        assert_eq!(st, 202, "{v}");
+        let evs = s.run_end(thread, 0).await;
+        assert_eq!(evs.last().expect("end").1["data"]["status"], "done");
+        let (_, state) = s.get(&format!("/threads/{thread}/state")).await;
+        assert_eq!(state["values"]["count"], 3, "{thread}: {state}");
+    }
+    // `sync` and `async` write a checkpoint per step (they differ in when it reaches the
+    // disk); `exit` writes one, at the end.
+    let every_step = history("d-default").await;
+    assert!(every_step > 3, "{every_step} checkpoints for 3 steps");
+    assert_eq!(history("d-sync").await, every_step);
+    assert_eq!(history("d-async").await, every_step);
+    assert_eq!(history("d-exit").await, 1);
+
+    // An unknown mode is refused before anything runs, naming the ones there are.
+    let (st, v) = s
+        .post(
+            "/threads/d-bad/runs",
+            json!({"graph": "counter", "durability": "eventually"}),
+        )
+        .await;
+    assert_eq!((st, error_code(&v)), (400, "BAD_DURABILITY"), "{v}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("sync") && message.contains("exit"),
+        "{message}"
+    );
+    let (st, _) = s.get("/threads/d-bad/state").await;
+    assert_eq!(st, 404, "a refused run left a thread behind");
+    let (st, v) = s
+        .post("/threads/d-exit/resume", json!({"durability": "later"}))
+        .await;
+    assert_eq!((st, error_code(&v)), (400, "BAD_DURABILITY"), "{v}");
+    s.stop().await;
+}
