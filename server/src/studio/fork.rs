@@ -8,7 +8,8 @@
 use crate::auth::Caller;
 use crate::error::ApiError;
 use crate::routes::{
-    body, check_thread, confine_session, modes, open_error, run_error, run_permit, start, ApiResult,
+    body, check_thread, confine_session, durability, modes, open_error, run_error, run_permit,
+    start, ApiResult,
 };
 use crate::runs;
 use crate::thread_run::{open_run, Opening};
@@ -36,6 +37,9 @@ pub(crate) struct ForkRequest {
     /// Modes to stream (default updates, custom, messages).
     #[serde(default)]
     stream_modes: Option<Vec<String>>,
+    /// When checkpoints reach the disk (as for a run; default `sync`).
+    #[serde(default)]
+    durability: Option<String>,
 }
 
 #[utoipa::path(
@@ -68,6 +72,7 @@ pub(crate) async fn fork(
         ApiError::bad_request("BAD_CHECKPOINT_ID", format!("`{}`: {e}", req.checkpoint_id))
     })?;
     let modes = modes(req.stream_modes)?;
+    let durability = durability(req.durability.as_deref())?;
     runs::ensure_idle(&state, &thread)?;
     let (name, graph) = crate::routes::thread_graph_pinned(&state, &thread, req.graph).await?;
     let missing = || {
@@ -89,7 +94,10 @@ pub(crate) async fn fork(
             .await
             .map_err(run_error)?,
     };
-    let mut config = RunConfig::thread(thread.clone()).modes(modes).at(from);
+    let mut config = RunConfig::thread(thread.clone())
+        .modes(modes)
+        .durability(durability)
+        .at(from);
     confine_session(&caller, &thread, &mut config);
     let permit = run_permit(&state, &caller)?;
     let run = open_run(&graph.0, Opening::Continue, config)

@@ -143,5 +143,33 @@ async fn a_run_chooses_its_durability() {
         .post("/threads/d-exit/resume", json!({"durability": "later"}))
         .await;
     assert_eq!((st, error_code(&v)), (400, "BAD_DURABILITY"), "{v}");
+
+    // A fork takes it too: from the first checkpoint of `d-sync`, with `exit`, the branch adds
+    // one checkpoint where `sync` would add one per step.
+    let (_, h) = s.get("/threads/d-sync/history").await;
+    let first = h["history"]
+        .as_array()
+        .and_then(|a| a.last())
+        .and_then(|c| c["checkpoint_id"].as_str())
+        .expect("a first checkpoint")
+        .to_string();
+    let (st, v) = s
+        .post(
+            "/threads/d-sync/fork",
+            json!({"checkpoint_id": first, "durability": "soon"}),
+        )
+        .await;
+    assert_eq!((st, error_code(&v)), (400, "BAD_DURABILITY"), "{v}");
+    let last = s.run_end("d-sync", 0).await.last().expect("end").0;
+    let (st, v) = s
+        .post(
+            "/threads/d-sync/fork",
+            json!({"checkpoint_id": first, "durability": "exit"}),
+        )
+        .await;
+    assert_eq!(st, 202, "{v}");
+    let evs = s.run_end("d-sync", last).await;
+    assert_eq!(evs.last().expect("end").1["data"]["status"], "done");
+    assert_eq!(history("d-sync").await, every_step + 1);
     s.stop().await;
 }
