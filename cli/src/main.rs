@@ -233,6 +233,11 @@ enum Cmd {
         catalogue: catalogue::CatalogueOpt,
         #[command(flatten)]
         auth: serve_auth::AuthOpts,
+        /// When the checkpoints of a run that names no `durability` reach the disk: sync
+        /// (before each next step), async (in the background; the run's end waits) or exit (one
+        /// at the end of the run). See docs/deploy.md, "Side effects after a crash".
+        #[arg(long, default_value = "sync", value_parser = |s: &str| s.parse::<agentgraph_runtime::Durability>())]
+        durability: agentgraph_runtime::Durability,
     },
     /// The API keys `serve` accepts (`--db` folder): `keys create --name NAME [--scope admin]`
     /// prints a new key once, `keys list`, `keys revoke NAME|ID`. Once a key exists, requests
@@ -480,10 +485,19 @@ async fn dispatch(cli: Cli) -> u8 {
             n8n,
             n8n_url,
             auth,
+            durability,
             ..
         } => {
             let n8n = (n8n || n8n_url.is_some()).then_some(n8n_url);
-            serve(&ctx, graphs, addr, postgres, n8n, auth).await
+            let serving = Serving {
+                graphs,
+                addr,
+                postgres,
+                n8n,
+                auth,
+                durability,
+            };
+            serve(&ctx, serving).await
         }
         Cmd::Keys { cmd } => keys_cmd::keys(&ctx.db, cmd, ctx.json),
         Cmd::Store { cmd } => store_cmd::store(&ctx, cmd).await,
@@ -494,20 +508,32 @@ async fn dispatch(cli: Cli) -> u8 {
     }
 }
 
-/// `agentgraph serve`: until SIGTERM or Ctrl-C, then a graceful shutdown (running runs are
-/// cancelled and checkpoint; exit 0). `n8n`: the deploy routes, with the instance's address
-/// when given (else `$N8N_API_URL`).
-async fn serve(
-    ctx: &graph::Ctx,
+/// What `agentgraph serve` was asked for. `n8n`: the deploy routes, with the instance's
+/// address when given (else `$N8N_API_URL`).
+struct Serving {
     graphs: PathBuf,
     addr: std::net::SocketAddr,
     postgres: serve_postgres::PostgresOpts,
     n8n: Option<Option<String>>,
     auth: serve_auth::AuthOpts,
-) -> u8 {
+    durability: agentgraph_runtime::Durability,
+}
+
+/// `agentgraph serve`: until SIGTERM or Ctrl-C, then a graceful shutdown (running runs are
+/// cancelled and checkpoint; exit 0).
+async fn serve(ctx: &graph::Ctx, serving: Serving) -> u8 {
+    let Serving {
+        graphs,
+        addr,
+        postgres,
+        n8n,
+        auth,
+        durability,
+    } = serving;
     // The studio at `/`, the builder's chat page at `/chat`.
     let mut config = agentgraph_server::ServerConfig::new(graphs, ctx.db.clone())
         .addr(addr)
+        .durability(durability)
         .registry(ctx.registry.clone())
         .studio()
         .page(agentgraph_server::Page::html(

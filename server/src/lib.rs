@@ -115,7 +115,7 @@ use agentgraph_dsl::Registry;
 use agentgraph_runtime::cache::{NodeCache, StoreCache};
 use agentgraph_runtime::checkpoint::{RunLeases, SledCompression, SledOptions, ThreadLocks};
 use agentgraph_runtime::store::{InMemoryStore, Store};
-use agentgraph_runtime::{Checkpointer, MemoryCheckpointer, SledCheckpointer};
+use agentgraph_runtime::{Checkpointer, Durability, MemoryCheckpointer, SledCheckpointer};
 use auth::{AuthConfig, AuthState, KeyStore, Owners};
 use runs::ActiveRun;
 use std::collections::HashMap;
@@ -197,6 +197,8 @@ pub struct ServerConfig {
     /// Authentication, `Host`/`Origin` checks and per-principal limits (see [`auth`]). The
     /// default reads API keys from [`auth::KEYS_FILE`] in the database folder.
     pub auth: AuthConfig,
+    /// The durability of a run whose request names none (default [`Durability::Sync`]).
+    pub durability: Durability,
 }
 
 impl ServerConfig {
@@ -225,7 +227,14 @@ impl ServerConfig {
             lease: LeaseSettings::default(),
             store: None,
             node_cache: None,
+            durability: Durability::Sync,
         }
+    }
+
+    /// The same configuration running with `durability` the runs that name none.
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
     }
 
     /// The same configuration giving every graph this long-term store.
@@ -335,6 +344,8 @@ pub(crate) struct Inner {
     pub(crate) shutdown_grace: Duration,
     pub(crate) watch: bool,
     pub(crate) auth: AuthState,
+    /// The durability of runs whose request names none.
+    pub(crate) durability: Durability,
     /// When the server started (`/health`).
     pub(crate) started: std::time::Instant,
 }
@@ -448,6 +459,7 @@ impl ServerState {
                 routes: config.routes.clone(),
                 api_routes: config.api_routes.clone(),
                 shutdown_grace: config.shutdown_grace,
+                durability: config.durability,
                 watch: config.watch,
             }),
         })

@@ -201,9 +201,9 @@ pub(crate) struct RunRequest {
     /// Run-scoped settings (`RunConfig::configurable`).
     #[serde(default)]
     config: Option<Map<String, Value>>,
-    /// When checkpoints reach the disk: `sync` (the default: each one before the next step),
-    /// `async` (in the background; the run's end waits for the last) or `exit` (one at the
-    /// end of the run).
+    /// When checkpoints reach the disk: `sync` (each one before the next step), `async` (in
+    /// the background; the run's end waits for the last) or `exit` (one at the end of the
+    /// run). Default: the server's (`sync` unless `serve --durability` says otherwise).
     #[serde(default)]
     durability: Option<String>,
 }
@@ -224,14 +224,14 @@ pub(crate) struct ResumeRequest {
     /// Modes to stream (default updates, custom, messages).
     #[serde(default)]
     stream_modes: Option<Vec<String>>,
-    /// When checkpoints reach the disk (as for a run; default `sync`).
+    /// When checkpoints reach the disk (as for a run; default: the server's).
     #[serde(default)]
     durability: Option<String>,
 }
 
-/// The durability a request names (`sync` when it names none).
-pub(crate) fn durability(name: Option<&str>) -> ApiResult<Durability> {
-    name.map_or(Ok(Durability::Sync), |d| {
+/// The durability a request names (the server's default when it names none).
+pub(crate) fn durability(state: &ServerState, name: Option<&str>) -> ApiResult<Durability> {
+    name.map_or(Ok(state.inner.durability), |d| {
         d.parse()
             .map_err(|e: String| ApiError::bad_request("BAD_DURABILITY", e))
     })
@@ -288,7 +288,7 @@ pub(crate) async fn start_run(
         }
     };
     let modes = modes(req.stream_modes)?;
-    let durability = durability(req.durability.as_deref())?;
+    let durability = durability(&state, req.durability.as_deref())?;
     runs::ensure_idle(&state, &thread)?;
     let graph = state.inner.graphs.get_versioned(&req.graph).await?;
     let mut config = RunConfig::thread(thread.clone())
@@ -349,7 +349,7 @@ pub(crate) async fn resume(
         other => body(other)?,
     };
     let modes = modes(req.stream_modes)?;
-    let durability = durability(req.durability.as_deref())?;
+    let durability = durability(&state, req.durability.as_deref())?;
     runs::ensure_idle(&state, &thread)?;
     let (name, graph) = thread_graph_pinned(&state, &thread, req.graph).await?;
     let answer = match req.values_by_id {

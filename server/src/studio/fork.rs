@@ -37,7 +37,7 @@ pub(crate) struct ForkRequest {
     /// Modes to stream (default updates, custom, messages).
     #[serde(default)]
     stream_modes: Option<Vec<String>>,
-    /// When checkpoints reach the disk (as for a run; default `sync`).
+    /// When checkpoints reach the disk (as for a run; default: the server's).
     #[serde(default)]
     durability: Option<String>,
 }
@@ -72,7 +72,7 @@ pub(crate) async fn fork(
         ApiError::bad_request("BAD_CHECKPOINT_ID", format!("`{}`: {e}", req.checkpoint_id))
     })?;
     let modes = modes(req.stream_modes)?;
-    let durability = durability(req.durability.as_deref())?;
+    let durability = durability(&state, req.durability.as_deref())?;
     runs::ensure_idle(&state, &thread)?;
     let (name, graph) = crate::routes::thread_graph_pinned(&state, &thread, req.graph).await?;
     let missing = || {

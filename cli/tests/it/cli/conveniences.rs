@@ -510,3 +510,21 @@ fn every_command_help_shows_examples() {
         top.stdout
     );
 }
+
+#[test]
+fn serve_refuses_an_unknown_durability_before_opening_anything() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let o = ag_in(
+        dir.path(),
+        &["--db", "db", "serve", "--durability", "eventually"],
+        &[],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("unknown durability `eventually`; expected sync, async or exit"),
+        "{}",
+        o.stderr
+    );
+    assert!(!dir.path().join("db").exists(), "the store was opened");
+}

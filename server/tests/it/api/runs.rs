@@ -173,3 +173,36 @@ async fn a_run_chooses_its_durability() {
     assert_eq!(history("d-sync").await, every_step + 1);
     s.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_servers_durability_applies_to_runs_that_name_none() {
+    let config = agentgraph_server::ServerConfig::new(graphs_dir(), "unused")
+        .storage(Storage::Memory)
+        .durability(agentgraph_runtime::Durability::Exit);
+    let s = Server::start(config).await;
+    for (thread, body) in [
+        (
+            "x-default",
+            json!({"graph": "counter", "input": {"limit": 3}}),
+        ),
+        (
+            "x-sync",
+            json!({"graph": "counter", "input": {"limit": 3}, "durability": "sync"}),
+        ),
+    ] {
+        let (st, v) = s.post(&format!("/threads/{thread}/runs"), body).await;
+        assert_eq!(st, 202, "{v}");
+        let evs = s.run_end(thread, 0).await;
+        assert_eq!(evs.last().expect("end").1["data"]["status"], "done");
+    }
+    let count = |v: Value| v["history"].as_array().map(Vec::len).unwrap_or(0);
+    let (_, h) = s.get("/threads/x-default/history").await;
+    assert_eq!(
+        count(h),
+        1,
+        "exit, the server's default, writes one checkpoint"
+    );
+    let (_, h) = s.get("/threads/x-sync/history").await;
+    assert!(count(h) > 3, "a run naming sync writes one per step");
+    s.stop().await;
+}
