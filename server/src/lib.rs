@@ -17,8 +17,9 @@
 //! Endpoints (JSON errors are `{"error": {"code", "message"}}`, plus `diagnostics` for 422;
 //! an unknown path is 404 `NOT_FOUND`, a wrong method 405 `METHOD_NOT_ALLOWED`):
 //! - `POST /threads/{id}/runs` `{graph, input?, stream_modes?, recursion_limit?, config?,
-//!   durability?}` → 202 `{run_id, thread_id, graph, graph_version}` (`durability`: `sync`, the
-//!   default, `async` or `exit`, as in `docs/runtime.md`; `/resume` and `/fork` take it too);
+//!   durability?}` → 202 `{run_id, thread_id, graph, graph_version}` (`durability`: `sync`,
+//!   `async` or `exit`, as in `docs/runtime.md`, default [`ServerConfig::durability`];
+//!   `/resume` and `/fork` take it too);
 //!   409 `RUN_ACTIVE`, 409 `THREAD_GRAPH_MISMATCH` (the thread holds another graph's state), 404
 //!   `GRAPH_NOT_FOUND`, 400 `BAD_INPUT`/`BAD_STREAM_MODE`/`BAD_DURABILITY`/`BAD_REQUEST`/
 //!   `BAD_GRAPH_NAME`, 413 `PAYLOAD_TOO_LARGE`,
