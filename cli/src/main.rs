@@ -522,25 +522,18 @@ struct Serving {
 /// `agentgraph serve`: until SIGTERM or Ctrl-C, then a graceful shutdown (running runs are
 /// cancelled and checkpoint; exit 0).
 async fn serve(ctx: &graph::Ctx, serving: Serving) -> u8 {
-    let Serving {
-        graphs,
-        addr,
-        postgres,
-        n8n,
-        auth,
-        durability,
-    } = serving;
+    let addr = serving.addr;
     // The studio at `/`, the builder's chat page at `/chat`.
-    let mut config = agentgraph_server::ServerConfig::new(graphs, ctx.db.clone())
+    let mut config = agentgraph_server::ServerConfig::new(serving.graphs, ctx.db.clone())
         .addr(addr)
-        .durability(durability)
+        .durability(serving.durability)
         .registry(ctx.registry.clone())
         .studio()
         .page(agentgraph_server::Page::html(
             "/chat",
             agentgraph_n8n::CHAT_PAGE,
         ));
-    if let Some(url) = n8n {
+    if let Some(url) = serving.n8n {
         match agentgraph_n8n::client::N8nClient::from_env_or(url.as_deref(), None) {
             Ok(client) => {
                 eprintln!("n8n deploy routes for {}", client.base_url());
@@ -549,11 +542,11 @@ async fn serve(ctx: &graph::Ctx, serving: Serving) -> u8 {
             Err(e) => return graph::fail(e, exit::USAGE),
         }
     }
-    config = match auth.apply(config) {
+    config = match serving.auth.apply(config) {
         Ok(c) => c,
         Err(e) => return graph::fail(e, exit::USAGE),
     };
-    config = match serve_postgres::configure(&postgres, config, &ctx.db).await {
+    config = match serve_postgres::configure(&serving.postgres, config, &ctx.db).await {
         Ok(c) => c,
         Err(e) => return graph::fail(e, exit::USAGE),
     };
